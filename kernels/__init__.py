@@ -1,0 +1,9 @@
+"""The kernels: one sub-package per op, each a float64 reference then variants in teaching order.
+
+Importing this package registers every op *contract* (cheap: torch only). An op's variants are imported, and so
+registered, the first time :func:`workbench.variants` is asked for that op.
+"""
+
+import workbench  # noqa: F401  (decides cpu/gpu mode before any numba/triton import)
+
+from . import attention, gemm, moe, softmax, vecadd  # noqa: F401,E402

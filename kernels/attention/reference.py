@@ -1,0 +1,110 @@
+"""The attention contract, ``torch.nn.functional.scaled_dot_product_attention`` semantics.
+
+``attention(q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,D], causal=False, scale=None) -> [B,H,Sq,D]``
+
+- ``scale`` defaults to ``1/sqrt(D)``.
+- ``causal=True`` is SDPA's ``is_causal``: query i sees keys j <= i, aligned at the top-left corner even when
+  Sq != Sk (the mask is ``ones(Sq, Sk).tril(0)``), so every query row sees at least key 0.
+- FLOPs follow the FlashAttention papers: 4*B*H*Sq*Sk*D for the two matmuls, halved when causal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
+from workbench.registry import Op, register, register_op
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+             scale: float | None = None) -> dict:
+    """Check the inputs of attention and return the shape {B, H, Sq, Sk, D}."""
+    require_tensor("attention", "q", q, 4, DTYPES, "[B,H,Sq,D]")
+    require_tensor("attention", "k", k, 4, DTYPES, "[B,H,Sk,D]")
+    require_tensor("attention", "v", v, 4, DTYPES, "[B,H,Sk,D]")
+    require_same_dtype("attention", q=q, k=k, v=v)
+    b, h, sq, d = q.shape
+    require("attention", tuple(k.shape) == (b, h, k.shape[2], d),
+            f"k must be [B,H,Sk,D] = [{b},{h},Sk,{d}] to match q {tuple(q.shape)}, got {tuple(k.shape)}")
+    require("attention", tuple(v.shape) == tuple(k.shape),
+            f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
+    require("attention", isinstance(causal, bool), f"causal must be a bool, got {causal!r}")
+    require("attention", scale is None or (isinstance(scale, (int, float)) and math.isfinite(scale)),
+            f"scale must be None or a finite float, got {scale!r}")
+    return {"B": b, "H": h, "Sq": sq, "Sk": k.shape[2], "D": d}
+
+
+def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              scale: float | None = None) -> torch.Tensor:
+    """Materialize S = scale * q k^T in float64, mask, softmax and multiply by v."""
+    shape = validate(q, k, v, causal, scale)
+    scale = 1.0 / math.sqrt(shape["D"]) if scale is None else scale
+    s = (q.double() @ k.double().transpose(-1, -2)) * scale
+    if causal:
+        keep = torch.ones(shape["Sq"], shape["Sk"], dtype=torch.bool, device=q.device).tril(0)
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v.double()
+
+
+def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
+    g = torch.Generator().manual_seed(seed)
+    b, h, sq, sk, d = (sizes[k] for k in ("B", "H", "Sq", "Sk", "D"))
+    return tuple(randn(s, dtype, g, device) for s in ((b, h, sq, d), (b, h, sk, d), (b, h, sk, d)))
+
+
+def flops(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool = False) -> float:
+    f = 4.0 * B * H * Sq * Sk * D
+    return f / 2 if causal else f
+
+
+def nbytes(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool = False, dtype: torch.dtype = torch.float32
+           ) -> float:
+    # q and o are [B,H,Sq,D], k and v [B,H,Sk,D]: the O(N) traffic of a fused kernel.
+    return (2 * Sq + 2 * Sk) * B * H * D * elem_size(dtype)
+
+
+def tolerance(dtype: torch.dtype, shape: dict) -> tuple[float, float]:
+    return {torch.float32: (2e-5, 2e-5), torch.float16: (2e-3, 2e-3), torch.bfloat16: (1.6e-2, 1.6e-2)}[dtype]
+
+
+_CPU_SHAPES = []
+for _s in (1, 17, 64, 100):
+    for _d in (16, 32, 64):
+        _CPU_SHAPES.append({"B": 1, "H": 2, "Sq": _s, "Sk": _s, "D": _d, "causal": False})
+_CPU_SHAPES = [s for s in _CPU_SHAPES if s["Sq"] * s["D"] <= 64 * 32]  # keep emulation cheap
+_CPU_SHAPES += [{"B": 2, "H": 1, "Sq": 17, "Sk": 17, "D": 16, "causal": True},
+                {"B": 1, "H": 1, "Sq": 64, "Sk": 64, "D": 32, "causal": True},
+                {"B": 1, "H": 2, "Sq": 17, "Sk": 33, "D": 16, "causal": False},
+                {"B": 1, "H": 1, "Sq": 33, "Sk": 17, "D": 16, "causal": True}]
+
+OP = register_op(Op(
+    name="attention",
+    signature="attention(q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,D], causal=False, scale=None) -> [B,H,Sq,D]",
+    shape_keys=("B", "H", "Sq", "Sk", "D"),
+    make=make,
+    validate=validate,
+    reference=reference,
+    flops=flops,
+    bytes=nbytes,
+    check_shapes=_CPU_SHAPES,
+    call_kwargs=("causal", "scale"),
+    tolerance=tolerance,
+    package="kernels.attention.variants",
+    bench_shapes={"gpu": [{"B": 16384 // s, "H": 16, "Sq": s, "Sk": s, "D": 128, "causal": False}
+                          for s in (512, 1024, 2048, 4096, 8192, 16384)],
+                  "quick": [{"B": 4, "H": 16, "Sq": 4096, "Sk": 4096, "D": 128, "causal": False}],
+                  "cpu": [{"B": 1, "H": 2, "Sq": 64, "Sk": 64, "D": 32, "causal": False}]},
+    size_key=lambda s: s["Sq"],
+    doc="Two matmuls around a row softmax; standard attention writes the SxS matrix to memory, flash does not.",
+))
+
+
+@register("attention", "torch_sdpa", backend="torch",
+          idea="Vendor baseline: F.scaled_dot_product_attention (PyTorch picks flash/efficient/cuDNN/math).")
+def torch_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+               scale: float | None = None) -> torch.Tensor:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)

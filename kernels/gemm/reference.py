@@ -1,0 +1,66 @@
+"""The gemm contract: ``gemm(a[M,K], b[K,N]) -> [M,N]`` in the inputs' dtype, accumulated in (at least) fp32."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
+from workbench.registry import Op, register, register_op
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def validate(a: torch.Tensor, b: torch.Tensor) -> dict:
+    """Check the inputs of gemm and return the shape {M, N, K}."""
+    require_tensor("gemm", "a", a, 2, DTYPES, "[M,K]")
+    require_tensor("gemm", "b", b, 2, DTYPES, "[K,N]")
+    require_same_dtype("gemm", a=a, b=b)
+    require("gemm", a.shape[1] == b.shape[0],
+            f"inner sizes must match: a[M,K] is {tuple(a.shape)} and b[K,N] is {tuple(b.shape)}")
+    return {"M": a.shape[0], "N": b.shape[1], "K": a.shape[1]}
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Multiply in float64."""
+    validate(a, b)
+    return a.double() @ b.double()
+
+
+def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
+    g = torch.Generator().manual_seed(seed)
+    return (randn((sizes["M"], sizes["K"]), dtype, g, device), randn((sizes["K"], sizes["N"]), dtype, g, device))
+
+
+def tolerance(dtype: torch.dtype, shape: dict) -> tuple[float, float]:
+    # A dot product of K N(0,1) terms has magnitude ~sqrt(K); its rounding error grows like eps*sqrt(K)*that.
+    k = max(1, shape.get("K", 1))
+    eps = {torch.float32: 1.2e-7, torch.float16: 9.8e-4, torch.bfloat16: 7.8e-3}[dtype]
+    return 8 * eps * k, 4 * eps
+
+
+OP = register_op(Op(
+    name="gemm",
+    signature="gemm(a[M,K], b[K,N]) -> [M,N]",
+    shape_keys=("M", "N", "K"),
+    make=make,
+    validate=validate,
+    reference=reference,
+    flops=lambda M, N, K: 2 * M * N * K,
+    bytes=lambda M, N, K, dtype=torch.float32: (M * K + K * N + M * N) * elem_size(dtype),
+    check_shapes=[{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 9}, {"M": 64, "N": 64, "K": 64},
+                  {"M": 127, "N": 65, "K": 129}],
+    tolerance=tolerance,
+    package="kernels.gemm.variants",
+    bench_shapes={"gpu": [{"M": n, "N": n, "K": n} for n in (512, 1024, 2048, 4096, 8192)],
+                  "quick": [{"M": 1024, "N": 1024, "K": 1024}, {"M": 4096, "N": 4096, "K": 4096}],
+                  "cpu": [{"M": 64, "N": 64, "K": 64}]},
+    size_key=lambda s: round(math.pow(s["M"] * s["N"] * s["K"], 1 / 3)),
+    doc="2MNK FLOPs over (MK+KN+MN) elements: intensity grows with size, so big GEMMs are compute-bound.",
+))
+
+
+@register("gemm", "torch_matmul", backend="torch", idea="Vendor baseline: torch.matmul (cuBLAS on a GPU).")
+def torch_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.matmul(a, b)

@@ -1,0 +1,3 @@
+"""Fused Mixture-of-Experts: routing, permutation, grouped GEMM with SwiGLU, weighted combine."""
+
+from . import reference  # noqa: F401

@@ -1,0 +1,137 @@
+"""The moe contract (a SwiGLU mixture-of-experts layer, Mixtral-style routing).
+
+``moe(x[T,d], router_logits[T,E], w1[E,2I,d], w2[E,d,I], top_k, renormalize=True) -> [T,d]``
+
+- Routing: p = softmax(router_logits) over E; each token takes its top_k experts with weights p[e], divided by
+  their sum when ``renormalize``.
+- Expert e: ``(silu(x @ w1[e,:I].T) * (x @ w1[e,I:].T)) @ w2[e].T`` (rows 0..I-1 of w1 are the gate, I..2I-1 up).
+- Output: the routing-weighted sum of each token's top_k expert outputs.
+- FLOPs: 6*T*top_k*d*I (gate+up: 4dI, down: 2dI per token-expert pair).
+- Bytes: x and out, the router logits, and the weights of the experts actually hit, min(E, T*top_k) of them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
+from workbench.registry import Op, register, register_op
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def validate(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
+             renormalize: bool = True) -> dict:
+    """Check the inputs of moe and return the shape {T, d, I, E, top_k}."""
+    require_tensor("moe", "x", x, 2, DTYPES, "[T,d]")
+    require_tensor("moe", "router_logits", router_logits, 2, DTYPES, "[T,E]")
+    require_tensor("moe", "w1", w1, 3, DTYPES, "[E,2I,d]")
+    require_tensor("moe", "w2", w2, 3, DTYPES, "[E,d,I]")
+    require_same_dtype("moe", x=x, router_logits=router_logits, w1=w1, w2=w2)
+    t, d = x.shape
+    e = w1.shape[0]
+    require("moe", w1.shape[2] == d and w1.shape[1] % 2 == 0,
+            f"w1 must be [E,2I,d] with d={d}, got {tuple(w1.shape)}")
+    i = w1.shape[1] // 2
+    require("moe", tuple(w2.shape) == (e, d, i), f"w2 must be [E,d,I] = [{e},{d},{i}], got {tuple(w2.shape)}")
+    require("moe", tuple(router_logits.shape) == (t, e),
+            f"router_logits must be [T,E] = [{t},{e}], got {tuple(router_logits.shape)}")
+    require("moe", isinstance(top_k, int) and not isinstance(top_k, bool) and 1 <= top_k <= e,
+            f"top_k must be an int in [1, E={e}], got {top_k!r}")
+    require("moe", isinstance(renormalize, bool), f"renormalize must be a bool, got {renormalize!r}")
+    return {"T": t, "d": d, "I": i, "E": e, "top_k": top_k}
+
+
+def route(router_logits: torch.Tensor, top_k: int, renormalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return (weights[T,top_k] in fp32 or wider, expert ids[T,top_k]) from the router logits."""
+    p = torch.softmax(router_logits.to(torch.promote_types(router_logits.dtype, torch.float32)), dim=-1)
+    w, ids = torch.topk(p, top_k, dim=-1)
+    if renormalize:
+        w = w / w.sum(dim=-1, keepdim=True)
+    return w, ids
+
+
+def reference(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
+              renormalize: bool = True) -> torch.Tensor:
+    """Route and run every (token, expert) pair in float64."""
+    s = validate(x, router_logits, w1, w2, top_k, renormalize)
+    w, ids = route(router_logits.double(), top_k, renormalize)
+    xd, w1d, w2d = x.double(), w1.double(), w2.double()
+    i = s["I"]
+    out = torch.zeros_like(xd)
+    for e in range(s["E"]):
+        tok, slot = (ids == e).nonzero(as_tuple=True)
+        if tok.numel() == 0:
+            continue
+        h = xd[tok] @ w1d[e].T  # [n, 2I]
+        y = (F.silu(h[:, :i]) * h[:, i:]) @ w2d[e].T  # [n, d]
+        out.index_add_(0, tok, y * w[tok, slot, None])
+    return out
+
+
+def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
+    g = torch.Generator().manual_seed(seed)
+    t, d, i, e, k = (sizes[n] for n in ("T", "d", "I", "E", "top_k"))
+    x = randn((t, d), dtype, g, device)
+    # Distinct logits (no ties even in fp16): a random permutation of an evenly spaced ladder, per token.
+    ladder = torch.arange(e, dtype=torch.float32) * (4.0 / max(e, 1))
+    logits = torch.stack([ladder[torch.randperm(e, generator=g)] for _ in range(t)]) if t else torch.zeros(0, e)
+    if case == "one_expert":  # every token's favourite is expert 0 by a wide margin
+        logits[:, 0] = 10.0
+    w1 = randn((e, 2 * i, d), dtype, g, device, scale=d**-0.5)
+    w2 = randn((e, d, i), dtype, g, device, scale=i**-0.5)
+    return x, logits.to(dtype).to(device), w1, w2, k
+
+
+def flops(T: int, d: int, I: int, E: int, top_k: int) -> float:  # noqa: E741
+    return 6.0 * T * top_k * d * I
+
+
+def nbytes(T: int, d: int, I: int, E: int, top_k: int, dtype: torch.dtype = torch.float32) -> float:  # noqa: E741
+    experts_hit = min(E, T * top_k)
+    return (2 * T * d + T * E + experts_hit * 3 * I * d) * elem_size(dtype)
+
+
+def tolerance(dtype: torch.dtype, shape: dict) -> tuple[float, float]:
+    return {torch.float32: (2e-5, 2e-5), torch.float16: (3e-3, 3e-3), torch.bfloat16: (2e-2, 2e-2)}[dtype]
+
+
+OP = register_op(Op(
+    name="moe",
+    signature="moe(x[T,d], router_logits[T,E], w1[E,2I,d], w2[E,d,I], top_k, renormalize=True) -> [T,d]",
+    shape_keys=("T", "d", "I", "E", "top_k"),
+    make=make,
+    validate=validate,
+    reference=reference,
+    flops=flops,
+    bytes=nbytes,
+    check_shapes=[{"T": 1, "d": 16, "I": 16, "E": 4, "top_k": 2},  # T = 1: most experts get no token
+                  {"T": 17, "d": 33, "I": 20, "E": 8, "top_k": 2},  # d, I not multiples of a block
+                  {"T": 9, "d": 32, "I": 24, "E": 4, "top_k": 1},
+                  {"T": 5, "d": 16, "I": 16, "E": 4, "top_k": 4}],  # top_k = E
+    call_kwargs=("renormalize",),
+    tolerance=tolerance,
+    package="kernels.moe.variants",
+    bench_shapes={"gpu": [{"T": t, "d": 4096, "I": 14336, "E": 8, "top_k": 2} for t in (1, 16, 64, 1024, 4096)],
+                  "quick": [{"T": 4096, "d": 2048, "I": 768, "E": 128, "top_k": 8}],
+                  "cpu": [{"T": 16, "d": 32, "I": 32, "E": 8, "top_k": 2}]},
+    size_key=lambda s: s["T"],
+    cases=("random", "one_expert"),
+    doc="Top-k routed SwiGLU experts; prefill is compute-bound, decode is bound by reading expert weights.",
+))
+
+
+@register("moe", "torch_loop", backend="torch",
+          idea="Baseline: route, then loop over experts with torch matmuls and index_add the weighted outputs.")
+def torch_loop(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
+               renormalize: bool = True) -> torch.Tensor:
+    w, ids = route(router_logits, top_k, renormalize)
+    i = w1.shape[1] // 2
+    out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+    for e in ids.unique().tolist():
+        tok, slot = (ids == e).nonzero(as_tuple=True)
+        h = x[tok] @ w1[e].T
+        y = (F.silu(h[:, :i].float()) * h[:, i:].float()).to(x.dtype) @ w2[e].T
+        out.index_add_(0, tok, y.float() * w[tok, slot, None])
+    return out.to(x.dtype)

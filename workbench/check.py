@@ -1,0 +1,383 @@
+"""The one checker: compare a kernel against the float64 reference and say what its wrong elements look like.
+
+For every (shape, dtype, seed, input case) it makes fresh random inputs, runs the float64 reference, runs the
+kernel with poisoned outputs (so an element it never writes shows up as NaN), and compares NaN/Inf aware with a
+tolerance by dtype: ``|out - ref| <= atol + rtol * |ref|``. For fp16/bf16 it also applies flash-attention's rule:
+an error up to 2x that of the same op run in torch at that dtype (against the same float64 reference) passes.
+
+When elements are wrong it names the pattern:
+
+- ``unwritten_rows``: whole rows never written: the grid does not cover every row;
+- ``masking``: only the last partial tile (or the last element) of some dimension is wrong: tail / mask bug;
+- ``missing_barrier``: whole tiles wrong while the rest is right: a shared-memory race;
+- ``scale``: everything off by one constant factor;
+- ``precision``: small errors spread everywhere: accumulation in too low a precision;
+- ``special_values``: wrong where the reference is NaN/Inf: -inf rows, overflow;
+- ``unwritten``: scattered elements never written; ``scattered``: anything else.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect as _inspect
+import math
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from workbench.registry import (
+    Op,
+    OpError,
+    UnsupportedHere,
+    Variant,
+    as_dtype,
+    dtype_name,
+    get_op,
+    make_inputs,
+    poisoning,
+    variants,
+)
+
+DIAGNOSES = {
+    "unwritten_rows": "whole rows were never written: the grid does not cover every row "
+                      "(round the block count up: ceil(M / rows_per_block)) or a row loop exits early",
+    "masking": "only the last partial tile (or the last element) of a dimension is wrong: a masking / tail bug "
+               "(an off-by-one bound, or a kernel that only handles full tiles)",
+    "missing_barrier": "whole tiles are wrong while the rest is right: a race on shared memory "
+                       "(a missing __syncthreads()/barrier between loading a tile and using or overwriting it)",
+    "scale": "every element is off by the same factor: a wrong scale (e.g. a missing 1/sqrt(D) or a double scale)",
+    "precision": "small errors spread over (almost) every element: accumulation in too low a precision "
+                 "(accumulate in fp32) or an inexact fast-math path",
+    "special_values": "wrong exactly where the reference is NaN/Inf: handling of -inf, all -inf rows or overflow",
+    "unwritten": "scattered elements were never written (the poison survived): some threads skip their store",
+    "scattered": "scattered wrong elements with no simple pattern: an indexing bug",
+    "error": "the kernel raised an exception",
+    "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device",
+}
+
+
+@dataclass
+class CaseResult:
+    """The outcome of one (shape, dtype, seed, case) run."""
+
+    shape: dict
+    dtype: str
+    seed: int
+    case: str
+    ok: bool
+    n_elements: int = 0
+    n_mismatch: int = 0
+    max_abs_err: float = 0.0
+    worst: dict | None = None  # {"index", "got", "expected", "abs_err", "tol"}
+    first_indices: list[tuple[int, ...]] = field(default_factory=list)
+    diagnosis: str | None = None
+    detail: str = ""
+    torch_err: float | None = None  # max |torch - ref| at this dtype, for the low-precision rule
+
+    def line(self) -> str:
+        """Return one human-readable line for this case."""
+        where = ", ".join(f"{k}={v}" for k, v in self.shape.items())
+        tag = f"{self.dtype} seed={self.seed}" + (f" case={self.case}" if self.case != "random" else "")
+        if self.ok:
+            return f"PASS  {where}  {tag}  max|err|={self.max_abs_err:.2e}"
+        if self.diagnosis in ("error", "bad_output"):
+            return f"FAIL  {where}  {tag}  {self.detail}"
+        w = self.worst or {}
+        return (f"FAIL  {where}  {tag}  {self.n_mismatch}/{self.n_elements} mismatches; worst at {w.get('index')}: "
+                f"got {w.get('got')}, expected {w.get('expected')} (tol {w.get('tol', float('nan')):.1e}); "
+                f"first at {self.first_indices[:5]}; diagnosis: {self.diagnosis}")
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check` found: one :class:`CaseResult` per run, plus a diagnosis of the failures."""
+
+    op: str
+    name: str
+    cases: list[CaseResult]
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.cases) and all(c.ok for c in self.cases)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @property
+    def failures(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.ok]
+
+    @property
+    def diagnosis(self) -> str | None:
+        """Return the diagnosis key of the most informative failure (the largest failing case), or None."""
+        fails = self.failures
+        if not fails:
+            return None
+        errs = [c for c in fails if c.diagnosis in ("error", "bad_output")]
+        if errs:
+            return errs[0].diagnosis
+        return max(fails, key=lambda c: c.n_elements).diagnosis
+
+    def summary(self) -> str:
+        """Return a few lines: verdict, diagnosis and the failing cases."""
+        n = len(self.cases)
+        if not self.cases:
+            return f"{self.op}/{self.name}: nothing was checked ({'; '.join(self.skipped) or 'no runnable case'})"
+        if self.ok:
+            head = f"PASS {self.op}/{self.name}: {n} runs match the float64 reference"
+        else:
+            d = self.diagnosis
+            head = (f"FAIL {self.op}/{self.name}: {len(self.failures)} of {n} runs are wrong.\n"
+                    f"  diagnosis: {d}: {DIAGNOSES.get(d, '')}")
+        lines = [head]
+        lines += ["  " + c.line() for c in (self.failures[:6] if not self.ok else [])]
+        if self.skipped:
+            lines.append("  skipped: " + "; ".join(self.skipped[:4]) + (" ..." if len(self.skipped) > 4 else ""))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        colour = "#1a7f37" if self.ok else "#cf222e"
+        rows = "".join(
+            f"<tr><td>{html.escape(', '.join(f'{k}={v}' for k, v in c.shape.items()))}</td><td>{c.dtype}</td>"
+            f"<td>{c.seed}</td><td>{c.case}</td><td style='color:{'#1a7f37' if c.ok else '#cf222e'}'>"
+            f"{'pass' if c.ok else 'FAIL'}</td><td>{c.n_mismatch}/{c.n_elements}</td><td>{c.max_abs_err:.2e}</td>"
+            f"<td>{html.escape(c.diagnosis or '')}</td></tr>"
+            for c in self.cases)
+        head = html.escape(self.summary().splitlines()[0])
+        diag = "" if self.ok else f"<p>{html.escape(self.summary().splitlines()[1].strip())}</p>"
+        return (f"<div><b style='color:{colour}'>{head}</b>{diag}<details><summary>{len(self.cases)} runs</summary>"
+                "<table><tr><th>shape</th><th>dtype</th><th>seed</th><th>case</th><th>result</th>"
+                f"<th>mismatches</th><th>max |err|</th><th>diagnosis</th></tr>{rows}</table></details></div>")
+
+    def raise_if_failed(self) -> CheckReport:
+        """Raise AssertionError with the summary when any run failed; return self otherwise."""
+        if not self.ok:
+            raise AssertionError(self.summary())
+        return self
+
+
+# --------------------------------------------------------------------------------------------------- diagnosis
+
+
+def _in_last_partial_tile(idx: torch.Tensor, size: int) -> bool:
+    """True when every index lies in the last partial tile of some power-of-two tile size (or is the last one)."""
+    if idx.numel() == 0:
+        return False
+    lo = int(idx.min())
+    if lo == size - 1:
+        return True
+    t = 2
+    while t < size:  # a tile of t needs at least one full tile before the partial one
+        start = (size // t) * t
+        if size % t and lo >= start:
+            return True
+        t *= 2
+    return False
+
+
+def _tiles_pattern(bad: torch.Tensor) -> bool:
+    """True when the wrong elements of a 2-D map fill whole tiles and leave other tiles right."""
+    rows, cols = bad.shape
+    for t in (32, 16, 8):
+        if rows < t or cols < t:
+            continue
+        r, c = (rows // t) * t, (cols // t) * t
+        tiles = bad[:r, :c].reshape(r // t, t, c // t, t).float().mean(dim=(1, 3))
+        touched = tiles > 0
+        if touched.any() and (~touched).any() and tiles[touched].mean() > 0.5:
+            return True
+    return False
+
+
+def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor) -> str:
+    """Name the pattern of the wrong elements ``bad`` (a bool mask) of ``out`` against ``ref``."""
+    fin = torch.isfinite(ref)
+    poison = bad & torch.isnan(out) & fin
+    special = bad & ~fin
+    if special.any() and not (bad & fin).any():
+        return "special_values"
+    if out.dim() >= 2 and poison.any():
+        rows = bad.reshape(-1, out.shape[-1])
+        prow = poison.reshape(-1, out.shape[-1])
+        full = prow.all(dim=1)
+        if full.any() and not rows[~full].any():
+            return "unwritten_rows"
+    frac = bad.float().mean().item()
+    good_ref = fin & (ref.abs() > 1e-3 * ref.abs().max().clamp_min(1e-30)) & ~torch.isnan(out)
+    if frac > 0.5 and not poison.any() and good_ref.any():
+        ratio = (out[good_ref].double() / ref[good_ref].double())
+        med = ratio.median().item()
+        spread = (ratio - med).abs().median().item()
+        if abs(med - 1) > 1e-2 and spread < 1e-3 * abs(med):
+            return "scale"
+        rel = ((out[good_ref].double() - ref[good_ref].double()).abs() / ref[good_ref].double().abs()).median()
+        if rel.item() < 5e-2:
+            return "precision"
+    # Masking: the wrong elements sit in the last partial tile of some dimension.
+    nz = bad.nonzero()
+    for d in range(out.dim()):
+        if _in_last_partial_tile(nz[:, d], out.shape[d]) and (frac < 1 or bool(poison.all())):
+            return "masking"
+    if out.dim() >= 2:
+        flat = bad.reshape(-1, out.shape[-2], out.shape[-1])
+        if any(_tiles_pattern(b) for b in flat):
+            return "missing_barrier"
+    if poison.any():
+        return "unwritten"
+    return "scattered"
+
+
+# ------------------------------------------------------------------------------------------------------ compare
+
+
+def _compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return (bad mask, tolerance map); NaN must match NaN, +-Inf must match exactly."""
+    o, r = out.double().cpu(), ref.double().cpu()
+    tol = atol + rtol * r.abs().nan_to_num(posinf=0.0, neginf=0.0)
+    fin = torch.isfinite(r)
+    err = (o - r).abs()
+    bad = torch.zeros_like(r, dtype=torch.bool)
+    bad |= fin & ~(err <= tol)  # a NaN in out where ref is finite compares False: bad
+    bad |= torch.isnan(r) & ~torch.isnan(o)
+    bad |= torch.isinf(r) & (o != r)
+    return bad, tol
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _signature_error(fn: Callable, op: Op) -> str | None:
+    """Return why ``fn`` cannot be called like ``op``, or None."""
+    try:
+        sig = _inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    n_inputs = op.signature.split("(", 1)[1].split(")")[0]
+    params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in params if p.default is p.empty]
+    n_args = len([a for a in n_inputs.split(",") if "=" not in a])
+    has_var = any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
+    if len(required) > n_args or (len(params) < n_args and not has_var):
+        return (f"{op.name}: your function has signature {getattr(fn, '__name__', 'fn')}{sig}, but it is called as "
+                f"{op.signature.split(' ->')[0]} ({n_args} positional inputs)")
+    return None
+
+
+def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
+          shapes: Sequence[dict] | None = None, dtypes: Iterable[torch.dtype | str] | None = None,
+          seeds: Sequence[int] = (0, 1), cases: Sequence[str] | None = None, quick: bool = False,
+          raise_on_fail: bool = False) -> CheckReport:
+    """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
+
+    Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
+    input case of the op (softmax adds -inf/overflow rows). ``quick`` checks only the first dtype, one seed and
+    two shapes. Returns a :class:`CheckReport` (truthy when everything passed).
+    """
+    if isinstance(fn, Variant):
+        op = op or fn.op
+        if op != fn.op:
+            raise ValueError(f"check: variant {fn.op}/{fn.name} is not a variant of op {op!r}")
+        name = fn.name
+    else:
+        if op is None:
+            raise TypeError("check(fn, op): name the op a plain function implements, e.g. check(my_gemm, 'gemm')")
+        if not callable(fn):
+            raise TypeError(f"check: expected a Variant or a callable, got {type(fn).__name__}")
+        name = getattr(fn, "__name__", "fn")
+    spec = get_op(op)
+    if not isinstance(fn, Variant):
+        why = _signature_error(fn, spec)
+        if why:
+            raise TypeError(why)
+    all_dtypes = [as_dtype(d) for d in (dtypes if dtypes is not None else
+                                        (fn.dtypes if isinstance(fn, Variant) else (torch.float32,)))]
+    shapes = list(shapes if shapes is not None else spec.check_shapes)
+    cases = list(cases if cases is not None else spec.cases)
+    if quick:
+        all_dtypes, seeds, shapes = all_dtypes[:1], list(seeds)[:1], shapes[:2]
+    report = CheckReport(op=spec.name, name=name, cases=[])
+    baseline = _torch_baseline(spec.name)
+    for dt in all_dtypes:
+        for shape in shapes:
+            if isinstance(fn, Variant):
+                why = fn.why_not_here(dt, shape)
+                if why:
+                    report.skipped.append(why)
+                    continue
+            for case in cases:
+                for seed in (seeds if case == "random" else list(seeds)[:1]):
+                    report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline))
+    if raise_on_fail:
+        report.raise_if_failed()
+    return report
+
+
+def _torch_baseline(op: str) -> Variant | None:
+    for v in variants(op):
+        if v.backend == "torch":
+            return v
+    return None
+
+
+def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, case: str,
+              baseline: Variant | None) -> CaseResult:
+    sizes, kw = spec.split(shape)
+    res = CaseResult(shape=dict(shape), dtype=dtype_name(dt), seed=seed, case=case, ok=False)
+    inputs = make_inputs(spec.name, dtype=dt, seed=seed, case=case, **sizes)
+    ref = spec.reference(*inputs, **kw)
+    try:
+        with poisoning():
+            out = fn(*inputs, **kw)
+    except (OpError, UnsupportedHere):
+        raise
+    except Exception as e:  # the user's kernel failed: report it as a failing case, with where
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+        res.diagnosis, res.detail = "error", f"raised {type(e).__name__}: {e}{where}"
+        return res
+    if not isinstance(out, torch.Tensor):
+        res.diagnosis, res.detail = "bad_output", f"returned {type(out).__name__}, expected a torch.Tensor"
+        return res
+    if tuple(out.shape) != tuple(ref.shape):
+        res.diagnosis, res.detail = "bad_output", f"returned shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+        return res
+    if out.dtype != dt:
+        res.diagnosis, res.detail = "bad_output", f"returned dtype {dtype_name(out.dtype)}, expected {dtype_name(dt)}"
+        return res
+    if out.device.type != inputs[0].device.type:
+        res.diagnosis, res.detail = "bad_output", f"returned a tensor on {out.device}, expected {inputs[0].device}"
+        return res
+    atol, rtol = spec.tolerance(dt, shape) if spec.tolerance else (1e-5, 1e-5)
+    if dt in (torch.float16, torch.bfloat16) and baseline is not None and fn is not baseline:
+        # flash-attention's rule: up to 2x the error torch itself makes at this dtype.
+        tout = baseline.fn(*inputs, **kw).double().cpu()
+        fin = torch.isfinite(ref.cpu())
+        terr = (tout - ref.cpu()).abs()[fin]
+        res.torch_err = float(terr.max()) if terr.numel() else 0.0
+        atol = max(atol, 2 * res.torch_err)
+    bad, tol = _compare(out, ref, atol, rtol)
+    o, r = out.double().cpu(), ref.double().cpu()
+    err = (o - r).abs().nan_to_num(nan=math.inf)
+    err = torch.where(torch.isfinite(r), err, torch.where(bad, math.inf, 0.0))
+    res.n_elements = r.numel()
+    res.n_mismatch = int(bad.sum())
+    res.max_abs_err = float(err.max()) if err.numel() else 0.0
+    res.ok = res.n_mismatch == 0
+    if not res.ok:
+        idx = bad.nonzero()
+        res.first_indices = [tuple(int(i) for i in row) for row in idx[:8]]
+        excess = torch.where(bad, err - tol, torch.tensor(-math.inf, dtype=err.dtype))
+        w = tuple(int(i) for i in torch.unravel_index(torch.argmax(excess), r.shape)) if r.dim() else ()
+        res.worst = {"index": w, "got": _fmt(float(o[w])), "expected": _fmt(float(r[w])),
+                     "abs_err": float(err[w]), "tol": float(tol[w])}
+        res.diagnosis = diagnose(o, r, bad)
+    return res

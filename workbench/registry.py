@@ -1,0 +1,365 @@
+"""The one registry of ops and kernel variants that notebooks, tests, benchmarks and exercises iterate.
+
+An *op* (``gemm``, ``softmax``, ...) is a contract: input names and shapes, a float64 reference, FLOP and byte
+formulas, input generation, validation and the shapes the checker tries. A *variant* is one implementation of an
+op, registered once with its backend, a one-line idea and where it runs. Variants are called like the op:
+``v(*inputs, **kw)`` with torch tensors on :func:`workbench.device` in and a torch tensor out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import inspect as _inspect
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from workbench._mode import MODE
+
+BACKENDS = ("torch", "numba", "cupy", "cuda", "triton")
+DTYPES: dict[str, torch.dtype] = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "int32": torch.int32,
+    "int64": torch.int64,
+}
+
+
+class OpError(ValueError):
+    """An op was called with inputs that break its contract (shape, dtype, device, layout)."""
+
+
+class UnsupportedHere(RuntimeError):
+    """A variant cannot run in this mode (GPU-only kernel in cpu mode, bf16 under the Triton interpreter, ...)."""
+
+
+def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """Return the torch dtype for a torch dtype or its name ('float16', 'fp16', 'bf16', ...)."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp64": "float64",
+               "float": "float32", "double": "float64", "fp8": "float8_e4m3fn", "e4m3": "float8_e4m3fn"}
+    name = aliases.get(str(dtype).replace("torch.", ""), str(dtype).replace("torch.", ""))
+    if name not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}: expected one of {sorted(DTYPES)} or a torch.dtype")
+    return DTYPES[name]
+
+
+def dtype_name(dtype: torch.dtype | str) -> str:
+    """Return the short name of a dtype ('float16')."""
+    return str(as_dtype(dtype)).replace("torch.", "")
+
+
+# ----------------------------------------------------------------------------------------------------------- ops
+
+
+@dataclass
+class Op:
+    """The contract of one op: how to make, validate and check its inputs, and what it costs."""
+
+    name: str
+    signature: str  # human-readable, e.g. "gemm(a[M,K], b[K,N]) -> [M,N]"
+    shape_keys: tuple[str, ...]  # the named sizes, e.g. ("M", "N", "K")
+    make: Callable[..., tuple]  # make(shape: dict, dtype, seed, device) -> positional inputs
+    validate: Callable[..., dict]  # validate(*inputs, **kw) -> shape dict; raises OpError
+    reference: Callable[..., torch.Tensor]  # float64 reference, same call convention as variants
+    flops: Callable[..., float]  # flops(**shape)
+    bytes: Callable[..., float]  # bytes(dtype=..., **shape): minimum DRAM traffic
+    check_shapes: list[dict]  # ragged shapes the checker tries by default (cpu-mode sized)
+    dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
+    call_kwargs: tuple[str, ...] = ()  # shape-dict keys passed as keyword arguments (causal, ...)
+    tolerance: Callable[..., tuple[float, float]] | None = None  # (dtype, shape) -> (atol, rtol)
+    package: str = ""  # module that registers this op's variants
+    bench_shapes: dict[str, list[dict]] = field(default_factory=dict)  # "gpu"/"quick"/"cpu" -> shapes
+    size_key: Callable[[dict], int] | None = None  # one number for plots' x axis
+    cases: tuple[str, ...] = ("random",)  # input cases make() knows; the checker tries each ("edge", ...)
+    doc: str = ""
+
+    def split(self, shape: dict) -> tuple[dict, dict]:
+        """Split a shape dict into (sizes for make_inputs, keyword arguments for the call)."""
+        sizes = {k: v for k, v in shape.items() if k not in self.call_kwargs}
+        kw = {k: v for k, v in shape.items() if k in self.call_kwargs}
+        return sizes, kw
+
+    def size_of(self, shape: dict) -> int:
+        """Return the single number plots use as 'problem size' for this shape."""
+        if self.size_key is not None:
+            return int(self.size_key(shape))
+        n = 1
+        for k in self.shape_keys:
+            n *= int(shape.get(k, 1))
+        return n
+
+
+_OPS: dict[str, Op] = {}
+_VARIANTS: dict[str, list[Variant]] = {}
+_LOADED: set[str] = set()
+
+
+def register_op(op: Op) -> Op:
+    """Register an op contract (once; re-registering the same name replaces it, for notebook reloads)."""
+    _OPS[op.name] = op
+    _VARIANTS.setdefault(op.name, [])
+    return op
+
+
+def _load(name: str, with_variants: bool = True) -> None:
+    if name not in _OPS:
+        importlib.import_module("kernels")  # registers every op contract
+    if name not in _OPS:
+        raise KeyError(f"unknown op {name!r}: known ops are {sorted(_OPS)}")
+    pkg = _OPS[name].package
+    if with_variants and pkg and pkg not in _LOADED:
+        _LOADED.add(pkg)
+        try:
+            importlib.import_module(pkg)
+        except Exception:
+            _LOADED.discard(pkg)
+            raise
+
+
+def get_op(name: str | Op, with_variants: bool = False) -> Op:
+    """Return the op contract named ``name``, or raise naming the known ops.
+
+    ``with_variants`` also imports the op's variants (numba/triton/CUDA C kernels), which takes a moment.
+    """
+    if isinstance(name, Op):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"op must be an op name (str), got {type(name).__name__}")
+    _load(name, with_variants)
+    return _OPS[name]
+
+
+def ops() -> list[str]:
+    """Return the names of all registered ops."""
+    importlib.import_module("kernels")
+    return sorted(_OPS)
+
+
+# ------------------------------------------------------------------------------------------------------ variants
+
+_CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("wb_checking", default=False)
+
+
+@contextlib.contextmanager
+def poisoning(on: bool = True) -> Iterator[None]:
+    """Make :func:`empty` fill new outputs with poison (NaN / int sentinel) inside this block."""
+    token = _CHECKING.set(on)
+    try:
+        yield
+    finally:
+        _CHECKING.reset(token)
+
+
+POISON_INT = -0x5A5A5A5A
+
+
+def empty(shape: Sequence[int] | torch.Size, dtype: torch.dtype, device: torch.device | str | None = None
+          ) -> torch.Tensor:
+    """Allocate a kernel output; under the checker it is poisoned so unwritten elements are caught.
+
+    Variants allocate their outputs with this instead of ``torch.empty``: outside :func:`workbench.check` it is
+    ``torch.empty``; inside, floats start as NaN and integers as ``POISON_INT``, so an element the kernel never
+    writes cannot pass by luck (a fresh ``torch.empty`` often holds the right answer from the previous run).
+    """
+    from workbench import device as _device
+
+    out = torch.empty(tuple(shape), dtype=dtype, device=device if device is not None else _device())
+    if _CHECKING.get():
+        if out.is_floating_point():
+            out.fill_(float("nan"))
+        else:
+            out.fill_(POISON_INT)
+    return out
+
+
+def empty_like(t: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Allocate an output shaped like ``t`` (poisoned under the checker)."""
+    return empty(t.shape, dtype or t.dtype, t.device)
+
+
+@dataclass(eq=False)
+class Variant:
+    """One registered implementation of an op; call it like the op."""
+
+    op: str
+    name: str
+    backend: str
+    idea: str
+    fn: Callable[..., torch.Tensor]
+    gpu_only: bool = False
+    dtypes: tuple[torch.dtype, ...] = ()
+    source: Path | None = None  # the Python file that defines it
+    cu_file: Path | None = None  # the .cu file for backend "cuda"
+    expected_diagnosis: str | None = None  # set for known-wrong kernels: what the checker must say
+    supports: Callable[[dict], str | None] | None = None  # shape -> None if fine, else why not
+    inspect_spec: Callable[[], dict] | None = None  # for workbench.inspect
+    flops_fn: Callable[..., float] | None = None
+    bytes_fn: Callable[..., float] | None = None
+    gpu_note: str = ""  # why it is GPU-only
+
+    @property
+    def known_wrong(self) -> bool:
+        """True for deliberately wrong kernels kept to show what the checker catches."""
+        return self.expected_diagnosis is not None
+
+    @property
+    def contract(self) -> Op:
+        return get_op(self.op)
+
+    def flops(self, **shape: Any) -> float:
+        """Return the FLOPs of one call at ``shape`` (the op's formula unless the variant overrides it)."""
+        shape.pop("dtype", None)
+        f = self.flops_fn or self.contract.flops
+        return float(f(**shape))
+
+    def bytes(self, dtype: torch.dtype | str = torch.float32, **shape: Any) -> float:
+        """Return the minimum DRAM bytes of one call at ``shape`` and ``dtype``."""
+        f = self.bytes_fn or self.contract.bytes
+        return float(f(dtype=as_dtype(dtype), **shape))
+
+    def why_not_here(self, dtype: torch.dtype | str | None = None, shape: dict | None = None) -> str | None:
+        """Return why this variant cannot run here with ``dtype``/``shape``, or None if it can."""
+        if self.gpu_only and MODE != "gpu":
+            note = f" ({self.gpu_note})" if self.gpu_note else ""
+            return (f"{self.op}/{self.name} is GPU-only{note}; this is cpu mode. "
+                    f"Read its compiled code with workbench.inspect(...) instead.")
+        if dtype is not None:
+            dt = as_dtype(dtype)
+            if self.dtypes and dt not in self.dtypes:
+                return (f"{self.op}/{self.name} supports dtypes {[dtype_name(d) for d in self.dtypes]}, "
+                        f"not {dtype_name(dt)}")
+            if MODE == "cpu" and dt == torch.bfloat16 and self.backend == "triton":
+                return (f"{self.op}/{self.name}: bfloat16 under the Triton interpreter (cpu mode) computes garbage "
+                        "silently (tl.dot); use float16 or float32 here, bfloat16 on a GPU")
+            if MODE == "cpu" and dt == torch.bfloat16 and self.backend in ("numba", "cupy"):
+                return (f"{self.op}/{self.name}: numpy has no bfloat16, so the {self.backend} emulation in cpu mode "
+                        "cannot take it; use float16 or float32 here")
+        if shape is not None and self.supports is not None:
+            return self.supports(shape)
+        return None
+
+    def runs_here(self, dtype: torch.dtype | str | None = None, shape: dict | None = None) -> bool:
+        """Return True when this variant can run in the current mode with ``dtype``/``shape``."""
+        return self.why_not_here(dtype, shape) is None
+
+    @property
+    def native(self) -> bool:
+        """True when it runs natively (on a GPU, or a torch variant anywhere), False when emulated."""
+        return MODE == "gpu" or self.backend == "torch"
+
+    def __call__(self, *inputs: Any, **kw: Any) -> torch.Tensor:
+        op = self.contract
+        shape = op.validate(*inputs, **kw)
+        dts = {t.dtype for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()}
+        why = self.why_not_here(next(iter(dts)) if len(dts) == 1 else None, {**shape, **kw})
+        if why:
+            raise UnsupportedHere(why)
+        return self.fn(*inputs, **kw)
+
+    def __repr__(self) -> str:
+        where = "GPU only" if self.gpu_only else "GPU + cpu emulation"
+        return f"<Variant {self.op}/{self.name} [{self.backend}, {where}]: {self.idea}>"
+
+
+def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_only: bool = False,
+             dtypes: Sequence[torch.dtype | str] | None = None, cu_file: str | Path | None = None,
+             expected_diagnosis: str | None = None, supports: Callable[[dict], str | None] | None = None,
+             inspect_spec: Callable[[], dict] | None = None, flops: Callable[..., float] | None = None,
+             bytes: Callable[..., float] | None = None, gpu_note: str = "") -> Callable:  # noqa: A002
+    """Register the decorated function as a variant of ``op``; returns the :class:`Variant`.
+
+    ``name`` defaults to the function name; the variant's source file is the function's file and ``cu_file``
+    (relative to it) names the CUDA C source for backend ``"cuda"``.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
+    if not idea or "\n" in idea:
+        raise ValueError("idea must be one non-empty line")
+
+    def deco(fn: Callable[..., torch.Tensor]) -> Variant:
+        if op not in _OPS:
+            raise KeyError(f"register the op contract {op!r} before its variants (known ops: {sorted(_OPS)})")
+        src = Path(_inspect.getsourcefile(fn) or "")
+        cu = (src.parent / cu_file) if cu_file is not None else None
+        v = Variant(op=op, name=name or fn.__name__, backend=backend, idea=idea, fn=fn, gpu_only=gpu_only,
+                    dtypes=tuple(as_dtype(d) for d in (dtypes or _OPS[op].dtypes)), source=src, cu_file=cu,
+                    expected_diagnosis=expected_diagnosis, supports=supports, inspect_spec=inspect_spec,
+                    flops_fn=flops, bytes_fn=bytes, gpu_note=gpu_note)
+        lst = _VARIANTS.setdefault(op, [])
+        lst[:] = [x for x in lst if x.name != v.name]  # re-registering (module reload) replaces
+        lst.append(v)
+        return v
+
+    return deco
+
+
+def variants(op: str, *, include_wrong: bool = False, runnable: bool = False,
+             backend: str | None = None) -> list[Variant]:
+    """Return the variants of ``op`` in teaching order.
+
+    Known-wrong kernels are left out unless ``include_wrong``; ``runnable`` keeps only those that run in this
+    mode; ``backend`` filters by backend.
+    """
+    get_op(op, with_variants=True)
+    out = [v for v in _VARIANTS[op] if include_wrong or not v.known_wrong]
+    if runnable:
+        out = [v for v in out if not (v.gpu_only and MODE != "gpu")]
+    if backend is not None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
+        out = [v for v in out if v.backend == backend]
+    return out
+
+
+def known_wrong(op: str) -> list[Variant]:
+    """Return the deliberately wrong kernels of ``op`` (each names the diagnosis the checker must give)."""
+    return [v for v in variants(op, include_wrong=True) if v.known_wrong]
+
+
+def variant(op: str, name: str) -> Variant:
+    """Return the variant ``name`` of ``op``, or raise naming the known variants."""
+    for v in variants(op, include_wrong=True):
+        if v.name == name:
+            return v
+    names = [v.name for v in variants(op, include_wrong=True)]
+    raise KeyError(f"op {op!r} has no variant {name!r}: known variants are {names}")
+
+
+def reference(op: str) -> Callable[..., torch.Tensor]:
+    """Return the float64 reference of ``op`` (same call convention as its variants)."""
+    return get_op(op).reference
+
+
+def make_inputs(op: str, *, dtype: torch.dtype | str = torch.float32, seed: int = 0,
+                device: torch.device | str | None = None, case: str = "random", **shape: Any) -> tuple:
+    """Make fresh random inputs for ``op`` at ``shape`` (e.g. ``M=64, N=64, K=64``) as positional arguments.
+
+    Keys listed in the op's ``call_kwargs`` (``causal``...) are not inputs: pass them to the call yourself.
+    ``case`` picks one of the op's input cases (``"random"``; softmax also has ``"edge"``: -inf, huge values).
+    """
+    from workbench import device as _device
+
+    spec = get_op(op)
+    sizes, _ = spec.split(shape)
+    missing = [k for k in spec.shape_keys if k not in sizes]
+    extra = [k for k in sizes if k not in spec.shape_keys]
+    if missing or extra:
+        raise OpError(f"make_inputs({op!r}): expected sizes {list(spec.shape_keys)}"
+                      + (f"; missing {missing}" if missing else "") + (f"; unknown {extra}" if extra else ""))
+    dt = as_dtype(dtype)
+    if dt not in spec.dtypes:
+        raise OpError(f"{op} supports dtypes {[dtype_name(d) for d in spec.dtypes]}, not {dtype_name(dt)}")
+    if case not in spec.cases:
+        raise OpError(f"{op} has input cases {list(spec.cases)}, not {case!r}")
+    dev = torch.device(device) if device is not None else _device()
+    return spec.make(sizes, dt, seed, dev, case=case)
