@@ -1,0 +1,168 @@
+"""Command line: ``python -m workbench doctor`` and ``python -m workbench bench [--op OP] [--quick] [--out FILE]``."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import workbench
+from workbench._mode import MODE, MODE_REASON
+
+
+def backend_status() -> dict[str, tuple[str, str]]:
+    """Return {backend: (native|emulated|unavailable, why)} for this machine and mode."""
+    from workbench.versions import versions
+
+    v = versions()
+    out: dict[str, tuple[str, str]] = {"torch": ("native", f"torch {v['torch']} on {workbench.device()}")}
+    if MODE == "gpu":
+        out["triton"] = (("native", f"triton {v['triton']} JIT") if v["triton"]
+                         else ("unavailable", "pip install triton"))
+        try:
+            from numba import cuda
+
+            ok = cuda.is_available()
+            out["numba"] = ("native", f"numba-cuda {v['numba_cuda']}") if ok else (
+                "unavailable", "numba-cuda sees no GPU: pip install 'numba-cuda[cu13]'")
+        except Exception as e:  # noqa: BLE001
+            out["numba"] = ("unavailable", f"numba import failed: {e}")
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+            out["cupy"] = ("native", f"cupy {v['cupy']}")
+            out["cuda"] = ("native", "CUDA C through cupy.RawKernel (NVRTC)")
+        except Exception as e:  # noqa: BLE001
+            why = f"cupy unusable ({type(e).__name__}: {e}); pip install cupy-cuda13x"
+            out["cupy"] = ("unavailable", why)
+            out["cuda"] = ("unavailable", why)
+    else:
+        out["triton"] = ("emulated", "Triton interpreter (TRITON_INTERPRET=1): fp32/fp16 only, ~1 ms per program")
+        out["numba"] = ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "
+                                    "no warp shuffles")
+        out["cupy"] = ("emulated", "numpy stands in for cupy")
+        cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+        out["cuda"] = (("emulated", f"CPU engine: CUDA C compiled with {cxx}, one fiber per CUDA thread")
+                       if cxx else ("unavailable", "no C++ compiler: apt-get install g++"))
+    return out
+
+
+def doctor() -> str:
+    """Return the doctor report: mode, GPU, versions and how each backend runs here."""
+    from workbench.versions import device_info, versions
+
+    lines = [f"mode: {MODE}  ({MODE_REASON})"]
+    d = device_info()
+    if MODE == "gpu":
+        lines.append(f"gpu: {d['name']}  compute capability {d['cc']}, {d['sm_count']} SMs, {d['mem_gb']} GiB")
+    else:
+        lines.append(f"gpu: none usable  ({d['name']}); kernels run emulated, times are not GPU times")
+    lines.append("versions:")
+    missing = {"cuda": "none (torch is a CPU build)", "driver": "none (no NVIDIA driver in use)",
+               "nvcc": "not found (needed by workbench.inspect: install the CUDA toolkit or nvidia-cuda-nvcc)"}
+    for k, val in versions().items():
+        lines.append(f"  {k:<10} {val or missing.get(k, 'not installed')}")
+    lines.append("backends:")
+    for b, (how, why) in backend_status().items():
+        lines.append(f"  {b:<7} {how:<11} {why}")
+    return "\n".join(lines)
+
+
+def run_bench(op: str | None, quick: bool, out: Path | None, command: str) -> tuple[list[dict], list[str]]:
+    """Check, then time, every variant that runs here; return (records, notes)."""
+    from workbench.check import check
+    from workbench.timer import bench
+
+    records: list[dict] = []
+    notes: list[str] = []
+    for name in [op] if op else workbench.ops():
+        spec = workbench.get_op(name)
+        shapes = spec.bench_shapes.get("cpu" if MODE != "gpu" else ("quick" if quick else "gpu"), [])
+        for v in workbench.variants(name):
+            for dt in v.dtypes:
+                if not v.runs_here(dt):
+                    notes.append(f"skip {name}/{v.name} {workbench.registry.dtype_name(dt)}: {v.why_not_here(dt)}")
+                    continue
+                rep = check(v, dtypes=[dt], quick=True)
+                if not rep.ok:
+                    notes.append(f"FAIL {name}/{v.name}: not timed\n{rep.summary()}")
+                    continue
+                for shape in shapes:
+                    if not v.runs_here(dt, shape):
+                        continue
+                    try:
+                        rec = bench(v, dtype=dt, check=False, command=command, **shape)
+                    except Exception as e:  # noqa: BLE001  (one kernel's failure must not end the sweep)
+                        notes.append(f"error {name}/{v.name} {shape}: {type(e).__name__}: {e}")
+                        continue
+                    records.append(rec)
+                    t = f"{rec['tflops']:.1f} TFLOP/s" if rec["tflops"] is not None else "emulated"
+                    print(f"{name:<10} {v.name:<28} {rec['dtype']:<9} {json.dumps(shape):<60} "
+                          f"{rec['time_ms']:10.4f} ms  {t}", flush=True)
+    return records, notes
+
+
+def html_report(records: list[dict], notes: list[str]) -> str:
+    """Return a standalone HTML report: a table of every record, and plots of real-GPU records."""
+    from workbench import plots
+
+    def num(x: float | None, fmt: str) -> str:
+        return "" if x is None else format(x, fmt)
+
+    rows = "".join(
+        f"<tr><td>{r['op']}</td><td>{r['variant']}</td><td>{html.escape(json.dumps(r['shape']))}</td>"
+        f"<td>{r['dtype']}</td><td>{r['time_ms']:.4f}{' (emulated)' if r['emulated'] else ''}</td>"
+        f"<td>{num(r['tflops'], '.2f')}</td><td>{num(r['gbps'], '.0f')}</td><td>{num(r['pct_peak'], '.0f')}</td></tr>"
+        for r in records)
+    dev = records[0]["device"]["name"] if records else "-"
+    figs = ""
+    gpu = [r for r in records if not r["emulated"]]
+    for op in sorted({r["op"] for r in gpu}):
+        recs = [r for r in gpu if r["op"] == op]
+        for fig in (plots.throughput_vs_size(recs), plots.roofline(recs)):
+            figs += fig.to_html(full_html=False, include_plotlyjs=not figs)
+    warn = ("" if gpu else "<p><b>Emulated run (cpu mode): these times are CPU emulation, not GPU performance; "
+            "no throughput plots are drawn.</b></p>")
+    return (f"<html><head><meta charset='utf-8'><title>Kernel Workbench bench</title></head><body>"
+            f"<h1>Kernel Workbench benchmark</h1><p>device: {html.escape(dev)}; mode: {MODE}</p>{warn}"
+            "<table border=1 cellpadding=3><tr><th>op</th><th>variant</th><th>shape</th><th>dtype</th>"
+            f"<th>median ms</th><th>TFLOP/s</th><th>GB/s</th><th>% of roofline</th></tr>{rows}</table>{figs}"
+            f"<pre>{html.escape(chr(10).join(notes))}</pre></body></html>")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the workbench command line."""
+    p = argparse.ArgumentParser(prog="python -m workbench", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("doctor", help="print the mode, GPU, versions and how each backend runs here")
+    b = sub.add_parser("bench", help="check, then time, every variant that runs here; write JSON and HTML")
+    b.add_argument("--op", help=f"one op (default: all of {workbench.ops()})")
+    b.add_argument("--quick", action="store_true", help="a few shapes per op (gpu mode)")
+    b.add_argument("--out", type=Path, help="JSON file to write (an .html report is written beside it)")
+    args = p.parse_args(argv)
+    if args.cmd == "doctor":
+        print(doctor())
+        return 0
+    if args.op:
+        workbench.get_op(args.op)  # unknown op: clear error before any work
+    command = "python -m workbench " + " ".join(argv if argv is not None else sys.argv[1:])
+    records, notes = run_bench(args.op, args.quick, args.out, command)
+    for n in notes:
+        print(n)
+    if args.out:
+        from workbench.results import save_results
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        save_results(records, args.out, command=command)
+        html_path = args.out.with_suffix(".html")
+        html_path.write_text(html_report(records, notes))
+        print(f"wrote {args.out} and {html_path}")
+    return 1 if any(n.startswith("FAIL") for n in notes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

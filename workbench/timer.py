@@ -1,0 +1,154 @@
+"""The one timer: check first, then time with CUDA events on a GPU, or wall time labelled *emulated* on the CPU.
+
+On a GPU it follows ``triton.testing.do_bench``'s method: warm up, then time each repetition with its own pair
+of CUDA events after flushing L2 (zeroing a buffer larger than any L2), rotating through several input sets so
+no repetition reads inputs another left in cache. It reports the median with the 20th and 80th percentiles.
+
+In cpu mode every kernel is emulated (interpreter, simulator, CPU engine), so the time says nothing about a
+GPU: records carry ``emulated: True`` and no TFLOP/s, GB/s or % of peak.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from workbench._mode import MODE
+from workbench.registry import Variant, as_dtype, dtype_name, get_op, make_inputs
+
+_CHECKED: dict[tuple[str, str, str], bool] = {}
+L2_FLUSH_BYTES = 256 * 2**20  # larger than the L2 of every GPU in workbench.hardware (H100/H200: 50 MB)
+
+
+def _quantiles(xs: list[float]) -> tuple[float, float, float]:
+    xs = sorted(xs)
+    if len(xs) == 1:
+        return xs[0], xs[0], xs[0]
+    q = statistics.quantiles(xs, n=10, method="inclusive")  # deciles: q[1] = p20, q[7] = p80
+    return statistics.median(xs), q[1], q[7]
+
+
+def time_gpu(call: Callable[[int], Any], n_sets: int, warmup_ms: float = 25, rep_ms: float = 100,
+             flush: bool = True) -> list[float]:
+    """Time ``call(i)`` (i = input set) with CUDA events, L2 flushed before each repetition; return ms per rep."""
+    cache = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if flush else None
+    call(0)
+    torch.cuda.synchronize()
+    # Estimate one call's time to size warm-up and repetitions, as do_bench does.
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for i in range(5):
+        call(i % n_sets)
+    e.record()
+    torch.cuda.synchronize()
+    est = max(s.elapsed_time(e) / 5, 1e-3)
+    n_warm, n_rep = max(1, int(warmup_ms / est)), max(5, min(1000, int(rep_ms / est)))
+    for i in range(n_warm):
+        call(i % n_sets)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    for i in range(n_rep):
+        if cache is not None:
+            cache.zero_()
+        starts[i].record()
+        call(i % n_sets)
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [a.elapsed_time(b) for a, b in zip(starts, ends, strict=True)]
+
+
+def time_cpu(call: Callable[[int], Any], n_sets: int, reps: int = 3) -> list[float]:
+    """Time ``call(i)`` with the wall clock (one warm-up call); return ms per rep."""
+    call(0)
+    out = []
+    for i in range(reps):
+        t0 = time.perf_counter()
+        call(i % n_sets)
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, dtype: torch.dtype | str = "float32",
+          check: bool = True, command: str | None = None, reps: int | None = None, **shape: Any) -> dict:
+    """Check, then time ``fn`` on ``op`` at ``shape`` (e.g. ``M=4096, N=4096, K=4096``); return one record.
+
+    The record follows ``results/README.md``: op, variant, shape, dtype, time_ms with p20/p80, FLOPs and bytes,
+    TFLOP/s, GB/s and % of the device's peak (None when emulated), device, versions, date and command.
+    A kernel that fails the checker is not timed: this raises instead.
+    """
+    from workbench.check import check as run_check
+    from workbench.versions import device_info, versions
+
+    if isinstance(fn, Variant):
+        op = op or fn.op
+        name, backend = fn.name, fn.backend
+        why = fn.why_not_here(dtype, shape)
+        if why:
+            raise RuntimeError(f"bench: cannot run here: {why}")
+    else:
+        if op is None:
+            raise TypeError("bench(fn, op, ...): name the op a plain function implements")
+        name, backend = getattr(fn, "__name__", "fn"), "user"
+    spec = get_op(op)
+    dt = as_dtype(dtype)
+    sizes, kw = spec.split(shape)
+    key = (spec.name, name, dtype_name(dt))
+    if check and not _CHECKED.get(key):
+        rep = run_check(fn, spec.name, dtypes=[dt], quick=True)
+        if not rep.ok:
+            raise AssertionError(f"bench: {spec.name}/{name} fails the checker, so it is not timed.\n{rep.summary()}")
+        _CHECKED[key] = True
+    flops = (fn.flops if isinstance(fn, Variant) else spec.flops)(**shape)
+    nbytes = (fn.bytes(dtype=dt, **shape) if isinstance(fn, Variant) else spec.bytes(dtype=dt, **shape))
+    one_set = max(1.0, nbytes)
+    n_sets = 1 if MODE != "gpu" else int(min(8, max(1, (2 * 64 * 2**20) // one_set + 1)))
+    sets = [make_inputs(spec.name, dtype=dt, seed=s, **sizes) for s in range(n_sets)]
+
+    def call(i: int) -> Any:
+        return fn(*sets[i], **kw)
+
+    if MODE == "gpu":
+        times = time_gpu(call, n_sets)
+    else:
+        times = time_cpu(call, n_sets, reps or 3)
+    med, p20, p80 = _quantiles(times)
+    emulated = MODE != "gpu"
+    rec: dict[str, Any] = {
+        "op": spec.name, "variant": name, "backend": backend, "shape": {k: v for k, v in shape.items()},
+        "dtype": dtype_name(dt), "time_ms": med, "p20_ms": p20, "p80_ms": p80, "flops": float(flops),
+        "bytes": float(nbytes), "tflops": None, "gbps": None, "pct_peak": None, "bound": None,
+        "emulated": emulated, "device": device_info(), "versions": versions(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command if command is not None else " ".join(sys.argv),
+    }
+    if not emulated:
+        rec["tflops"] = flops / (med * 1e-3) / 1e12
+        rec["gbps"] = nbytes / (med * 1e-3) / 1e9
+        rec.update(_peak_fraction(rec, dt, flops, nbytes))
+    return rec
+
+
+def _peak_fraction(rec: dict, dt: torch.dtype, flops: float, nbytes: float) -> dict:
+    """Return bound ('compute'|'memory') and % of the roofline bound at this intensity, when the GPU is known."""
+    try:
+        from workbench import hardware
+
+        dev = hardware.current_device()
+        if dev is None:
+            return {}
+        peak = hardware.peak_tflops(dev, dt)
+        bw = hardware.peak_bandwidth(dev)
+    except Exception:  # an unknown GPU has no datasheet entry: leave % of peak empty
+        return {}
+    if not peak or not bw:
+        return {}
+    intensity = flops / max(nbytes, 1.0)
+    bound_tflops = min(peak, bw * intensity / 1e3)  # bw in GB/s -> TFLOP/s at this intensity
+    return {"bound": "compute" if peak <= bw * intensity / 1e3 else "memory",
+            "pct_peak": 100.0 * rec["tflops"] / bound_tflops}
