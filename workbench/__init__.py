@@ -44,11 +44,11 @@ from workbench.registry import (  # noqa: E402
 
 _LAZY = {
     # name: (module, attribute)
-    "check": ("workbench.check", "check"),
-    "CheckReport": ("workbench.check", "CheckReport"),
+    "check": ("workbench.checker", "check"),
+    "CheckReport": ("workbench.checker", "CheckReport"),
     "bench": ("workbench.timer", "bench"),
-    "exercise": ("workbench.exercises", "exercise"),
-    "exercises": ("workbench.exercises", "exercises"),
+    "exercise": ("workbench.drills", "exercise"),
+    "exercises": ("workbench.drills", "exercises"),
     "roofline": ("workbench.plots", "roofline"),
     "explorer": ("workbench.plots", "explorer"),
     "save_html": ("workbench.plots", "save_html"),

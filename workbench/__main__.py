@@ -74,7 +74,7 @@ def doctor() -> str:
 
 def run_bench(op: str | None, quick: bool, out: Path | None, command: str) -> tuple[list[dict], list[str]]:
     """Check, then time, every variant that runs here; return (records, notes)."""
-    from workbench.check import check
+    from workbench.checker import check
     from workbench.timer import bench
 
     records: list[dict] = []

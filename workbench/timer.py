@@ -82,7 +82,7 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
     TFLOP/s, GB/s and % of the device's peak (None when emulated), device, versions, date and command.
     A kernel that fails the checker is not timed: this raises instead.
     """
-    from workbench.check import check as run_check
+    from workbench.checker import check as run_check
     from workbench.versions import device_info, versions
 
     if isinstance(fn, Variant):

@@ -1,0 +1,163 @@
+"""Auto-checked exercises: a statement and starter code, then ``check``, ``hint`` and ``solution``.
+
+Each exercise lives beside its op's kernels (``kernels/<op>/exercises.py`` registers it) with two real files: the
+starter the learner completes and the reference solution. Both define one function with the op's signature
+(``entry``), so the checker can call either.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import inspect as _inspect
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.checker import DIAGNOSES, CheckReport, check
+from workbench.registry import get_op
+
+_EXERCISES: dict[str, Exercise] = {}
+
+
+@dataclass(eq=False)
+class Exercise:
+    """One drill: read ``statement``, complete ``starter``, then ``check(fn)``; ``hint()`` and ``solution()`` help."""
+
+    id: str
+    title: str
+    op: str
+    statement: str  # markdown
+    starter_file: Path
+    solution_file: Path
+    entry: str  # the function both files define, called like the op
+    hints: list[str]
+    check_kw: dict[str, Any] = field(default_factory=dict)  # shapes/dtypes/seeds for the checker
+    _hints_shown: int = 0
+
+    # ---------------------------------------------------------------- reading
+    @property
+    def starter(self) -> str:
+        """Return the starter code to copy into a cell and complete."""
+        return self.starter_file.read_text()
+
+    def solution(self) -> str:
+        """Return the reference solution's source (shown in full in a notebook)."""
+        src = self.solution_file.read_text()
+        _display_code(src, f"Solution: {self.title}")
+        return src
+
+    def hint(self) -> str:
+        """Reveal the next hint (one at a time); after the last, say so."""
+        if self._hints_shown >= len(self.hints):
+            msg = f"No more hints ({len(self.hints)} shown). ex.solution() shows the reference solution."
+        else:
+            self._hints_shown += 1
+            msg = f"Hint {self._hints_shown}/{len(self.hints)}: {self.hints[self._hints_shown - 1]}"
+        print(msg)
+        return msg
+
+    def _repr_markdown_(self) -> str:
+        return (f"### Exercise `{self.id}`: {self.title}\n\n{self.statement}\n\n"
+                f"Your function: `{self.entry}{self._signature()}` (called like `{get_op(self.op).signature}`).\n\n"
+                f"Starter code:\n\n```python\n{self.starter}```\n\n"
+                f"Then: `ex.check({self.entry})`; stuck: `ex.hint()`; done: `ex.solution()`.")
+
+    def __repr__(self) -> str:
+        return f"<Exercise {self.id}: {self.title} (op {self.op}; {len(self.hints)} hints)>"
+
+    def _signature(self) -> str:
+        fn = load_function(self.solution_file, self.entry)
+        return str(_inspect.signature(fn))
+
+    # ---------------------------------------------------------------- checking
+    def check(self, fn: Callable) -> CheckReport:
+        """Check ``fn`` with friendly, graded feedback; returns the checker's report (truthy when correct)."""
+        if not callable(fn):
+            raise TypeError(f"exercise {self.id}: check() takes your function {self.entry}, got {type(fn).__name__}")
+        report = check(fn, self.op, **self.check_kw)  # a wrong signature raises a TypeError naming the expected one
+        print(self.feedback(report))
+        return report
+
+    def feedback(self, report: CheckReport) -> str:
+        """Turn a check report into graded advice."""
+        n, bad = len(report.cases), len(report.failures)
+        if report.ok:
+            return (f"Correct: all {n} runs match the float64 reference "
+                    f"(sizes {sorted({tuple(c.shape.values()) for c in report.cases})}, "
+                    f"dtypes {sorted({c.dtype for c in report.cases})}). Compare with ex.solution().")
+        first = report.failures[0]
+        d = report.diagnosis
+        if d == "error":
+            return (f"Not yet: your function raised an exception on {first.shape} {first.dtype}:\n  {first.detail}\n"
+                    "Stuck? ex.hint()")
+        if d == "bad_output":
+            return f"Not yet: {first.detail} on {first.shape}. Return the output tensor you allocated."
+        wrong_all = all(c.n_mismatch == c.n_elements for c in report.failures)
+        if d in ("unwritten", "unwritten_rows") and wrong_all and bad == n:
+            return ("Not yet: your kernel wrote none of the outputs (every element is still the checker's poison, "
+                    "NaN). Fill in the TODOs so each thread/program stores its result. Stuck? ex.hint()")
+        level = "Almost" if bad < n else "Not yet"
+        return (f"{level}: {bad} of {n} runs are wrong.\n  What the wrong elements look like: {d}: "
+                f"{DIAGNOSES.get(d or '', '')}\n  First failure: {first.line()}\nStuck? ex.hint()")
+
+
+def _display_code(src: str, title: str) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+
+        if get_ipython() is not None:
+            display(HTML(f"<b>{html.escape(title)}</b>"))
+            display({"text/markdown": f"```python\n{src}\n```"}, raw=True)
+    except ImportError:
+        pass
+
+
+def load_function(path: Path, entry: str) -> Callable:
+    """Execute ``path`` in a fresh namespace and return its function ``entry`` (source stays inspectable)."""
+    ns: dict[str, Any] = {"__name__": f"workbench_exercise_{path.stem}", "__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec"), ns)  # noqa: S102  (our own starter/solution files)
+    if entry not in ns:
+        raise NameError(f"{path} does not define {entry}()")
+    return ns[entry]
+
+
+def register_exercise(id: str, *, title: str, op: str, statement: str, starter: str, solution: str, entry: str,
+                      hints: list[str], here: str, **check_kw: Any) -> Exercise:  # noqa: A002
+    """Register an exercise whose starter/solution files sit beside ``here`` (pass ``__file__``)."""
+    base = Path(here).parent
+    ex = Exercise(id=id, title=title, op=op, statement=statement.strip(), starter_file=base / starter,
+                  solution_file=base / solution, entry=entry, hints=list(hints), check_kw=check_kw)
+    _EXERCISES[id] = ex
+    return ex
+
+
+def _load_all() -> None:
+    import kernels
+
+    for m in pkgutil.iter_modules(kernels.__path__):
+        if m.ispkg:
+            try:
+                importlib.import_module(f"kernels.{m.name}.exercises")
+            except ModuleNotFoundError as e:
+                if e.name != f"kernels.{m.name}.exercises":
+                    raise
+
+
+def exercises() -> list[str]:
+    """Return the ids of all exercises."""
+    _load_all()
+    return sorted(_EXERCISES)
+
+
+def exercise(id: str) -> Exercise:  # noqa: A002
+    """Return exercise ``id`` (in a notebook, its statement and starter code display)."""
+    _load_all()
+    if id not in _EXERCISES:
+        raise KeyError(f"unknown exercise {id!r}: known exercises are {sorted(_EXERCISES)}")
+    ex = _EXERCISES[id]
+    ex._hints_shown = 0
+    return ex
