@@ -1,0 +1,174 @@
+"""Check the figures: expected traces, 'none recorded' notes, emulated exclusion, explorer updates, HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from _bench_fakes import FakeVariant, make_record
+
+from workbench import plots
+
+NONE_RECORDED = "No real-GPU results recorded yet for"
+
+
+def _texts(fig: go.Figure) -> str:
+    return " | ".join(a.text or "" for a in fig.layout.annotations)
+
+
+def _records() -> list[dict]:
+    return [
+        make_record(v, n, time_ms=n**3 / 1e9 * (1 if v == "tiled" else 3))
+        for v in ("naive", "tiled")
+        for n in (256, 512, 1024, 2048)
+    ]
+
+
+def test_throughput_one_line_per_variant_with_provenance() -> None:
+    fig = plots.throughput_vs_size(_records())
+    assert [t.name for t in fig.data] == ["naive", "tiled"]
+    assert list(fig.data[0].x) == [256, 512, 1024, 2048]
+    assert fig.layout.xaxis.type == "log"
+    assert "recorded on NVIDIA H200, 2026-10-28" in fig.layout.title.text
+    assert NONE_RECORDED not in _texts(fig)
+    assert fig.data[0].line.color == plots.variant_color("naive")
+
+
+def test_throughput_gbps_and_size_key() -> None:
+    fig = plots.throughput_vs_size(_records(), metric="gbps", size_key="K")
+    assert fig.layout.yaxis.title.text == "GB/s" and fig.layout.xaxis.title.text == "K"
+    with pytest.raises(KeyError, match="size_key 'Q'"):
+        plots.throughput_vs_size(_records(), size_key="Q")
+    with pytest.raises(ValueError, match="metric"):
+        plots.throughput_vs_size(_records(), metric="flops")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: plots.throughput_vs_size([], op="softmax"),
+    lambda: plots.compare_variants([], op="softmax"),
+    lambda: plots.roofline(op="softmax"),
+    lambda: plots.throughput_vs_size(None, op="softmax"),
+])
+def test_zero_records_show_none_recorded(make) -> None:
+    fig = make()
+    text = _texts(fig)
+    assert f"{NONE_RECORDED} softmax" in text
+    assert "python -m workbench bench --op softmax" in text
+
+
+def test_emulated_records_are_excluded_with_a_note() -> None:
+    emu = [make_record("naive", n, emulated=True) for n in (256, 512)]
+    for fig in (plots.throughput_vs_size(emu, op="gemm"), plots.compare_variants(emu, op="gemm"),
+                plots.roofline(emu, op="gemm")):
+        text = _texts(fig)
+        assert "2 emulated (CPU) record(s) excluded" in text
+        assert NONE_RECORDED in text
+        assert not any(t.name and t.name.startswith("naive") for t in fig.data)
+
+
+def test_compare_variants_bars_at_largest_shared_shape() -> None:
+    fig = plots.compare_variants(_records())
+    assert [t.type for t in fig.data] == ["bar", "bar"]
+    assert [t.name for t in fig.data] == ["naive", "tiled"]
+    assert "M=2048, N=2048, K=2048" in fig.layout.title.text
+    assert "% of peak" in fig.data[0].hovertext[0]
+    assert fig.data[1].marker.color == plots.variant_color("tiled")
+
+
+def test_roofline_traces_ceilings_records_and_predictions() -> None:
+    pts = [{"label": "naive", "intensity": 1.0}, {"label": "tiled", "intensity": 1000.0, "predicted": True}]
+    fig = plots.roofline(_records(), points=pts)
+    names = [t.name for t in fig.data]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert any(n.startswith("datasheet roof: 4,800 GB/s, float16 989.5") for n in names)
+    assert any("fp32 SIMT 67" in n for n in names)
+    assert any(n.startswith("measured copy bandwidth 4,300") for n in names)
+    measured = [t for t in fig.data if t.legendgroup == "measured"]
+    predicted = [t for t in fig.data if t.legendgroup == "predicted"]
+    assert [t.name for t in measured] == ["naive (measured)", "tiled (measured)"]
+    assert [t.name for t in predicted] == ["naive (predicted)", "tiled (predicted)"]
+    assert all(t.legendgrouptitle.text == "predicted (napkin math)" for t in predicted)
+    assert all(t.marker.symbol == "diamond-open" for t in predicted)
+    assert all(t.marker.symbol == "circle" for t in measured)
+    # drawn at the attainable bound min(peak, bw * I)
+    assert predicted[0].y[0] == pytest.approx(4800 * 1.0 / 1e3)
+    assert predicted[1].y[0] == pytest.approx(989.5)
+
+
+def test_roofline_bf16_shows_measured_matmul_ceiling_and_unknown_gpu_note() -> None:
+    fig = plots.roofline(device="H200", dtype="bfloat16")
+    assert any(t.name.startswith("measured bfloat16 matmul 790") for t in fig.data)
+    unknown = plots.roofline(device="NVIDIA B200", points=[{"label": "x", "intensity": 3.0}])
+    assert "No datasheet entry for 'NVIDIA B200'" in _texts(unknown)
+    with pytest.raises(ValueError, match="predictions"):
+        plots.roofline(points=[{"label": "x", "intensity": 1.0, "predicted": False}])
+
+
+def test_save_html_is_standalone(tmp_path: Path) -> None:
+    path = plots.save_html(plots.roofline(op="gemm"), tmp_path / "sub" / "roof.html")
+    html = path.read_text()
+    assert path.exists() and "<html>" in html[:200] and html.rstrip().endswith("</html>")
+    assert "plotly.js v" in html or "Plotly" in html
+    assert len(html) > 1_000_000  # plotly.js embedded, no CDN needed
+    assert 'src="https://cdn.plot.ly' not in html
+
+
+def _explorer(records=None):
+    variants = [FakeVariant("naive", 1, "numba"), FakeVariant("tiled", 32), FakeVariant("torch", 128, "torch")]
+    return plots.explorer(
+        "gemm", variants, None, None, [256, 512, 1024, 2048], ["float32", "float16"],
+        lambda n: {"M": n, "N": n, "K": n}, records=records if records is not None else _records(),
+    )
+
+
+def _predicted(fig) -> dict[str, tuple]:
+    return {t.name: (tuple(t.x), tuple(t.y)) for t in fig.data if t.legendgroup == "predicted" and t.visible}
+
+
+def test_explorer_controls_update_figures_in_place() -> None:
+    box = _explorer()
+    roof, thr = box.figures
+    assert box.roofline_figure is roof and box.throughput_figure is thr
+    n_traces = len(roof.data)
+    box.size_slider.value = 256
+    box.dtype_dropdown.value = "float32"
+    before = _predicted(roof)
+    assert set(before) == {"naive (predicted)", "tiled (predicted)", "torch (predicted)"}
+
+    box.size_slider.value = 2048  # intensity grows with size for the tiled variant
+    after_size = _predicted(roof)
+    assert after_size["tiled (predicted)"][0] != before["tiled (predicted)"][0]
+
+    box.dtype_dropdown.value = "float16"  # fewer bytes per element: higher intensity, higher roof
+    after_dtype = _predicted(roof)
+    assert after_dtype["tiled (predicted)"][0][0] > after_size["tiled (predicted)"][0][0]
+    assert "float16" in roof.layout.title.text
+
+    box.variant_select.value = ("tiled",)
+    assert set(_predicted(roof)) == {"tiled (predicted)"}
+    visible_lines = [t.name for t in thr.data if t.visible]
+    assert visible_lines == ["tiled"]
+    assert len(roof.data) == n_traces  # updated in place, same trace slots
+
+
+def test_explorer_shows_recorded_points_at_selected_size_and_dtype() -> None:
+    box = _explorer()
+    roof, thr = box.figures
+    box.dtype_dropdown.value = "float16"
+    box.size_slider.value = 1024
+    measured = {t.name: tuple(t.y) for t in roof.data if t.legendgroup == "measured" and t.visible}
+    assert set(measured) == {"naive (measured)", "tiled (measured)"}
+    assert all(len(y) == 1 for y in measured.values())
+    assert NONE_RECORDED not in _texts(thr)
+    box.dtype_dropdown.value = "float32"  # nothing recorded in fp32
+    assert not [t for t in roof.data if t.legendgroup == "measured" and t.visible]
+    assert NONE_RECORDED in _texts(thr)
+
+
+def test_explorer_without_records_says_none_recorded() -> None:
+    box = _explorer(records=[make_record("naive", 512, emulated=True)])
+    roof, thr = box.figures
+    assert NONE_RECORDED in _texts(thr) and NONE_RECORDED in _texts(roof)
+    assert "emulated (CPU) record(s) excluded" in _texts(roof)
+    assert _predicted(roof)

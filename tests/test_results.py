@@ -1,0 +1,111 @@
+"""Check record validation, saving (never emulated runs into results/), loading and the summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _bench_fakes import make_record
+
+from workbench import results as R
+
+
+def test_valid_record_passes() -> None:
+    R.validate_record(make_record())
+    R.validate_record(make_record(emulated=True))
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda r: r.pop("time_ms"), "missing field.*time_ms"),
+        (lambda r: r.update(dtype="torch.float16"), "'dtype'"),
+        (lambda r: r.update(shape={"M": 1.5}), "'shape'"),
+        (lambda r: r.update(bound="latency"), "'bound'"),
+        (lambda r: r.update(p20_ms=5.0), "p20_ms <= time_ms <= p80_ms"),
+        (lambda r: r.update(tflops=r["tflops"] * 1000), "'tflops'.*flops / time_ms"),
+        (lambda r: r["device"].pop("cc"), "device.cc missing"),
+        (lambda r: r["versions"].pop("triton"), "versions.*triton"),
+        (lambda r: r.update(date="28/10/2026"), "'date'"),
+        (lambda r: r.update(emulated="no"), "'emulated'"),
+    ],
+)
+def test_bad_records_name_the_field(change, match: str) -> None:
+    rec = make_record()
+    change(rec)
+    with pytest.raises(R.RecordError, match=match):
+        R.validate_record(rec)
+
+
+def test_emulated_record_must_not_carry_performance() -> None:
+    rec = make_record(emulated=True)
+    rec["tflops"] = 1.0
+    with pytest.raises(R.RecordError, match="emulated times are not GPU performance"):
+        R.validate_record(rec)
+
+
+def test_save_refuses_emulated_into_results_dir(tmp_path: Path) -> None:
+    results_dir = tmp_path / "results"
+    with pytest.raises(R.RecordError, match="only real-GPU"):
+        R.save_results([make_record(), make_record(emulated=True)], results_dir / "x.json", "cmd",
+                       results_dir=results_dir)
+    assert not (results_dir / "x.json").exists()
+    # the real repo results/ dir is protected by default
+    with pytest.raises(R.RecordError, match="only real-GPU"):
+        R.save_results([make_record(emulated=True)], R.RESULTS_DIR / "never.json", "cmd")
+    assert not (R.RESULTS_DIR / "never.json").exists()
+    # emulated runs may go elsewhere
+    out = R.save_results([make_record(emulated=True)], tmp_path / "out" / "emu.json", "cmd",
+                         results_dir=results_dir)
+    assert json.loads(out.read_text())["records"][0]["emulated"] is True
+
+
+def test_save_then_load_roundtrip(tmp_path: Path) -> None:
+    recs = [make_record("naive"), make_record("tiled"), make_record("x", op="softmax")]
+    path = R.save_results(recs, tmp_path / "h200-2026-10-28.json", "python -m workbench bench",
+                          host_note="test box", results_dir=tmp_path)
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == R.SCHEMA
+    assert doc["provenance"]["gpu"] == "NVIDIA H200" and doc["provenance"]["host_note"] == "test box"
+    assert doc["provenance"]["driver"] == "580.159.03" and doc["provenance"]["date"] == "2026-10-28"
+    assert len(R.load_recorded(results_dir=tmp_path)) == 3
+    assert [r["variant"] for r in R.load_recorded("gemm", results_dir=tmp_path)] == ["naive", "tiled"]
+    summary = R.recorded_summary(tmp_path)
+    assert summary == [{"file": path.name, "gpu": "NVIDIA H200", "date": "2026-10-28",
+                        "driver": "580.159.03", "ops": ["gemm", "softmax"], "n_records": 3}]
+
+
+def test_load_skips_emulated_and_invalid(tmp_path: Path) -> None:
+    bad = make_record("bad")
+    del bad["bytes"]
+    doc = {"schema": R.SCHEMA, "provenance": {}, "records": [make_record("ok"), make_record("emu", emulated=True),
+                                                             bad]}
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    (tmp_path / "b.json").write_text('{"schema": "other"}')
+    with pytest.warns(UserWarning):
+        got = R.load_recorded(results_dir=tmp_path)
+    assert [r["variant"] for r in got] == ["ok"]
+
+
+def test_load_tolerates_no_files(tmp_path: Path) -> None:
+    assert R.load_recorded(results_dir=tmp_path / "missing") == []
+    assert R.load_recorded(results_dir=tmp_path) == []
+    assert R.recorded_summary(tmp_path) == []
+
+
+def test_fill_derived() -> None:
+    rec = make_record(n=8192, time_ms=2.0)
+    rec.update(tflops=None, gbps=None, pct_peak=None, bound=None)
+    R.fill_derived(rec)
+    assert rec["bound"] == "compute"
+    assert rec["tflops"] == pytest.approx(2 * 8192**3 / 2e-3 / 1e12)
+    assert rec["pct_peak"] == pytest.approx(100 * rec["tflops"] / 989.5)
+    R.validate_record(rec)
+    emu = R.fill_derived(make_record(emulated=True))
+    assert emu["tflops"] is None and emu["pct_peak"] is None
+
+
+def test_collect_versions_has_every_key() -> None:
+    v = R.collect_versions()
+    assert set(v) == set(R.VERSION_KEYS) and v["python"]
