@@ -243,7 +243,11 @@ def _throughput(
         )
     xs = [x_of(r) for r in usable]
     numeric = all(isinstance(x, (int, float)) for x in xs)
-    fig.update_xaxes(title_text=xlabel, type="log" if numeric and _spread(xs) >= 8 else None)
+    log_x = numeric and _spread(xs) >= 8
+    fig.update_xaxes(title_text=xlabel, type="log" if log_x else None)
+    ticks = sorted(set(xs)) if numeric else []
+    if log_x and len(ticks) <= 12:  # label the measured sizes themselves (e.g. powers of two)
+        fig.update_xaxes(tickvals=ticks, ticktext=[f"{v:g}" if v < 1e6 else f"{v:.3g}" for v in ticks])
     fig.update_yaxes(
         title_text=unit, type="log" if _spread([r[metric] for r in usable]) >= 30 else None, rangemode="tozero"
     )
