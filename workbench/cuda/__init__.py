@@ -1,0 +1,270 @@
+"""One facade for raw CUDA C++ kernels: cupy on a GPU, the workbench's CPU engine otherwise.
+
+``RawKernel(code, name)`` and ``RawModule(code=...)`` follow cupy's API and call convention
+(``kernel(grid, block, args, shared_mem=0)``); ``code`` may be CUDA source text or a path to a ``.cu`` file.
+
+* gpu mode: they wrap ``cupy.RawKernel`` / ``cupy.RawModule`` (cupy's semantics; file sources get a ``#line``
+  directive so NVRTC diagnostics name the user's file).
+* cpu mode: the same source is compiled with the system C++ compiler against the workbench's CUDA runtime
+  headers and run on the CPU: every CUDA thread is a fiber (``__syncthreads`` is a real barrier), warps of 32
+  lanes do real shuffles/votes, blocks run in parallel on all cores. ``checked=True`` builds report
+  out-of-bounds global-memory accesses like compute-sanitizer.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Sequence
+
+from workbench._mode import MODE
+from workbench.cuda import arch
+from workbench.cuda._source import Source, has_inline_asm, load_source, rewrite_for_cpu
+from workbench.cuda.errors import (
+    CompileError,
+    CudaError,
+    GpuOnlyError,
+    KernelArgumentError,
+    KernelLaunchError,
+    LaunchConfigError,
+    MemcheckError,
+    ToolchainNotFoundError,
+)
+
+__all__ = [
+    "MODE", "RawKernel", "RawModule", "Function", "CompileError", "CudaError", "GpuOnlyError",
+    "KernelArgumentError", "KernelLaunchError", "LaunchConfigError", "MemcheckError", "ToolchainNotFoundError",
+    "arch", "cache_dir", "clear_cache", "load_source", "has_inline_asm", "rewrite_for_cpu", "Source",
+]
+
+Dims = int | tuple[int, ...]
+
+
+def cache_dir() -> str:
+    """Return the on-disk cache of compiled CPU-engine kernels."""
+    from workbench.cuda import _cpu
+
+    return str(_cpu.cache_dir())
+
+
+def clear_cache() -> None:
+    """Delete the on-disk cache of compiled kernels and forget the in-process one."""
+    import shutil
+
+    from workbench.cuda import _cpu
+
+    _cpu._loaded.clear()
+    shutil.rmtree(_cpu.cache_dir(), ignore_errors=True)
+
+
+_warned_checked = False
+
+
+def _warn_checked_gpu() -> None:
+    global _warned_checked
+    if not _warned_checked:
+        _warned_checked = True
+        warnings.warn("checked=True only affects the CPU engine; on a GPU run the program under "
+                      "`compute-sanitizer --tool memcheck python ...` instead", stacklevel=3)
+
+
+def _gpu_source(src: Source, options: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    if not src.path:
+        return src.text, tuple(options)
+    text = f'#line 1 "{src.path}"\n' + src.text
+    return text, tuple(options) + (f"-I{os.path.dirname(src.path)}",)
+
+
+def _wrap_cupy_error(e: Exception, src: Source) -> Exception:
+    name = type(e).__name__
+    if name == "CompileException":
+        log = str(getattr(e, "get_message", lambda: str(e))())
+        return CompileError(f"compiling {src.display_name} with NVRTC failed:\n{log}", log, src.path)
+    return e
+
+
+class Function:
+    """One kernel of a module; call it as ``f(grid, block, args, shared_mem=0)`` (cupy's convention)."""
+
+    def __init__(self, module: RawModule, name: str) -> None:
+        self._module = module
+        self.name = name
+        self.max_dynamic_shared_size_bytes = 0
+        if MODE == "gpu":
+            try:
+                self._fn = module._cupy.get_function(name)
+            except Exception as e:
+                raise _wrap_cupy_error(e, module.source) from e
+        else:
+            module._cpu_module(False).kernel(name)  # compile now; raises for unknown names
+
+    def __call__(self, grid: Dims, block: Dims, args: Sequence[Any], *, shared_mem: int = 0,
+                 checked: bool | None = None, **kwargs: Any) -> None:
+        """Launch the kernel over ``grid`` blocks of ``block`` threads with ``args`` (a tuple)."""
+        chk = self._module.checked if checked is None else checked
+        if MODE == "gpu":
+            if chk:
+                _warn_checked_gpu()
+            if self.max_dynamic_shared_size_bytes:
+                self._fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
+            return self._fn(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
+        from workbench.cuda import _cpu
+
+        mod = self._module._cpu_module(chk)
+        _cpu.launch(mod, mod.kernel(self.name), grid, block, args, shared_mem, self.max_dynamic_shared_size_bytes)
+        return None
+
+    @property
+    def num_params(self) -> int:
+        """Return the number of kernel parameters (cpu mode)."""
+        return len(self._module._cpu_module(False).kernel(self.name).codes)
+
+    def __repr__(self) -> str:
+        return f"<workbench.cuda.Function {self.name!r} of {self._module.source.display_name} ({MODE} mode)>"
+
+
+class RawModule:
+    """A CUDA C++ module holding several kernels; ``get_function(name)`` returns a callable kernel.
+
+    ``code`` is CUDA source text or a path to a ``.cu`` file. ``name_expressions`` lists template
+    instantiations to export (e.g. ``["gemm<float, 64>"]``), as in cupy. ``checked=True`` makes CPU-engine
+    launches report out-of-bounds global accesses. Other keyword arguments go to ``cupy.RawModule`` (gpu mode).
+    """
+
+    def __init__(self, code: str | os.PathLike | None = None, *, options: Sequence[str] = (),
+                 name_expressions: Sequence[str] | None = None, checked: bool = False, path: str | None = None,
+                 **cupy_kwargs: Any) -> None:
+        if code is None and path is None:
+            raise TypeError("RawModule needs code= (CUDA source text or a .cu path) or path= (cubin/ptx, gpu mode)")
+        self.options = tuple(options)
+        self.name_expressions = tuple(name_expressions or ())
+        self.checked = bool(checked)
+        self._cpu: dict[bool, Any] = {}
+        if code is None:  # cupy's path= (a cubin/ptx file): GPU only
+            if MODE != "gpu":
+                raise CudaError(f"RawModule(path={path!r}) loads a compiled cubin/PTX, which needs a GPU; "
+                                "pass the .cu source as code= to run it on the CPU engine")
+            import cupy
+
+            self.source = Source("", path)
+            self._cupy = cupy.RawModule(path=path, options=self.options, name_expressions=name_expressions,
+                                        **cupy_kwargs)
+            return
+        self.source = code if isinstance(code, Source) else load_source(code)
+        self.code = self.source.text
+        if MODE == "gpu":
+            import cupy
+
+            text, opts = _gpu_source(self.source, self.options)
+            try:
+                self._cupy = cupy.RawModule(code=text, options=opts, name_expressions=name_expressions,
+                                            **cupy_kwargs)
+            except Exception as e:
+                raise _wrap_cupy_error(e, self.source) from e
+
+    def _cpu_module(self, checked: bool) -> Any:
+        from workbench.cuda import _cpu
+
+        if checked not in self._cpu:
+            self._cpu[checked] = _cpu.CpuModule(self.source, self.options, None, self.name_expressions, checked)
+        return self._cpu[checked].compile()
+
+    def compile(self) -> RawModule:
+        """Compile now (otherwise the first get_function/launch does)."""
+        if MODE == "gpu":
+            try:
+                self._cupy.compile()
+            except Exception as e:
+                raise _wrap_cupy_error(e, self.source) from e
+        else:
+            self._cpu_module(self.checked)
+        return self
+
+    def get_function(self, name: str) -> Function:
+        """Return the kernel ``name`` (an extern "C" name, or one of the name_expressions)."""
+        return Function(self, name)
+
+    @property
+    def kernel_names(self) -> list[str]:
+        """Return the kernels this module exports (cpu mode: compiled table; gpu: from the source)."""
+        if MODE == "gpu":
+            from workbench.cuda._source import find_kernels
+
+            return [k.name for k in find_kernels(self.source.text) if not k.is_template] + list(self.name_expressions)
+        return list(self._cpu_module(False).kernels)
+
+    def __repr__(self) -> str:
+        return f"<workbench.cuda.RawModule {self.source.display_name} ({MODE} mode)>"
+
+
+class RawKernel:
+    """One CUDA C++ kernel, called as ``kernel(grid, block, args, shared_mem=0)`` like ``cupy.RawKernel``.
+
+    ``code`` is CUDA source text or a path to a ``.cu`` file; ``name`` the (extern "C") kernel name, or a
+    template instantiation such as ``"softmax<128>"``. ``checked=True`` makes CPU-engine launches report
+    out-of-bounds global-memory accesses (with the kernel, block and thread) by raising MemcheckError.
+    """
+
+    def __init__(self, code: str | os.PathLike, name: str, options: Sequence[str] = (), *, checked: bool = False,
+                 **cupy_kwargs: Any) -> None:
+        self.name = name
+        self.options = tuple(options)
+        self.checked = bool(checked)
+        self.max_dynamic_shared_size_bytes = 0
+        exprs = (name,) if "<" in name else ()
+        self.source = load_source(code)
+        self.code = self.source.text
+        self._fn: Function | None = None
+        if MODE == "cpu":
+            self._module = RawModule(self.source, options=options, name_expressions=exprs, checked=checked)
+        else:
+            import cupy
+
+            text, opts = _gpu_source(self.source, self.options)
+            if exprs:
+                self._gpu_mod = cupy.RawModule(code=text, options=opts, name_expressions=list(exprs), **cupy_kwargs)
+            else:
+                self._cupy = cupy.RawKernel(text, name, options=opts, **cupy_kwargs)
+
+    def compile(self) -> RawKernel:
+        """Compile now (otherwise the first launch does); raises CompileError with the compiler diagnostics."""
+        if MODE == "gpu":
+            try:
+                if hasattr(self, "_cupy"):
+                    self._cupy.compile()
+                else:
+                    self._gpu_mod.get_function(self.name)
+            except Exception as e:
+                raise _wrap_cupy_error(e, self.source) from e
+        else:
+            self._function()
+        return self
+
+    def _function(self) -> Function:
+        if self._fn is None:
+            self._fn = self._module.get_function(self.name)
+        return self._fn
+
+    def __call__(self, grid: Dims, block: Dims, args: Sequence[Any], *, shared_mem: int = 0,
+                 checked: bool | None = None, **kwargs: Any) -> None:
+        """Launch over ``grid`` blocks of ``block`` threads; ``args`` is a tuple matching the kernel's params."""
+        if MODE == "gpu":
+            if checked or self.checked:
+                _warn_checked_gpu()
+            try:
+                if hasattr(self, "_cupy"):
+                    if self.max_dynamic_shared_size_bytes:
+                        self._cupy.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
+                    return self._cupy(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
+                fn = self._gpu_mod.get_function(self.name)
+                if self.max_dynamic_shared_size_bytes:
+                    fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
+                return fn(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
+            except Exception as e:
+                raise _wrap_cupy_error(e, self.source) from e
+        fn = self._function()
+        fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
+        return fn(grid, block, args, shared_mem=shared_mem, checked=checked)
+
+    def __repr__(self) -> str:
+        return f"<workbench.cuda.RawKernel {self.name!r} of {self.source.display_name} ({MODE} mode)>"
