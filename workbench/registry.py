@@ -83,6 +83,15 @@ class Op:
     cases: tuple[str, ...] = ("random",)  # input cases make() knows; the checker tries each ("edge", ...)
     doc: str = ""
 
+    def __post_init__(self) -> None:
+        raw = self.bytes
+
+        def nbytes(dtype: torch.dtype | str = torch.float32, **shape: Any) -> float:
+            return raw(dtype=as_dtype(dtype), **shape)
+
+        nbytes.__doc__ = "Return the minimum DRAM bytes of one call at ``shape`` and ``dtype`` (a dtype or its name)."
+        self.bytes = nbytes
+
     def split(self, shape: dict) -> tuple[dict, dict]:
         """Split a shape dict into (sizes for make_inputs, keyword arguments for the call)."""
         sizes = {k: v for k, v in shape.items() if k not in self.call_kwargs}
