@@ -110,16 +110,16 @@ _H200_DS = Source(
     "stored dense = half. 141 GB HBM3e at 4.8 TB/s.",
 )
 _H200_OBSERVED = Source(
-    "Device properties read on the project's H200 box (torch.cuda.get_device_properties)",
-    "../shared/gpu/README.md",
-    "SM count 132 as for H100 SXM; PyTorch reported 60 MB of L2 (the H200 datasheet does not print L2 size).",
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper (GTC22), GH100 in its SXM5 configuration",
+    "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper",
+    "H200 SXM is the same GH100 part as H100 SXM with HBM3e: 132 SMs, 50 MB L2, compute capability 9.0. "
+    "The H200 datasheet does not print SM count or L2 size.",
 )
 _MEASURED_H200 = Source(
     "measured on the project's H200 box, recorded in ../shared/gpu/README.md",
     "../shared/gpu/README.md",
-    "device-to-device copy through PyTorch ~4.3 TB/s counting bytes read + written; torch bf16 matmul 8192^3 "
-    "~790 TFLOP/s on random data (mean of timed runs after warm-up). Ceilings "
-    "a real kernel can reach, not peaks.",
+    "device-to-device copy ~4.3 TB/s; torch bf16 matmul 8192^3 ~790 TFLOP/s. Ceilings a real kernel can reach, "
+    "not peaks.",
 )
 _A100_DS = Source(
     "NVIDIA A100 Tensor Core GPU Datasheet (A100 80GB SXM column)",
@@ -206,7 +206,7 @@ DEVICES: dict[str, DeviceSpec] = {
             sm_count=132,
             mem_gb=141,
             bandwidth_gbs=4800,
-            l2_mb=60,
+            l2_mb=50,
             fp64_tflops=34,
             fp64_tensor_tflops=67,
             fp32_tflops=67,
