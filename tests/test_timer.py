@@ -1,0 +1,119 @@
+"""The timer: check first, then time; in cpu mode records are labelled emulated and carry no throughput."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+import workbench as wb
+from tests.conftest import requires_cpu_mode
+from workbench import timer
+
+FIELDS = ("op", "variant", "backend", "shape", "dtype", "time_ms", "p20_ms", "p80_ms", "flops", "bytes", "tflops",
+          "gbps", "pct_peak", "bound", "emulated", "device", "versions", "date", "command")
+
+
+@pytest.fixture(scope="module")
+def gemm_record():
+    return wb.bench(wb.variant("gemm", "torch_matmul"), M=32, N=48, K=16, reps=5, command="pytest gemm")
+
+
+@requires_cpu_mode
+def test_bench_record_in_cpu_mode(gemm_record):
+    rec = gemm_record
+    for f in FIELDS:
+        assert f in rec, f"record lacks {f}"
+    assert rec["op"] == "gemm" and rec["variant"] == "torch_matmul" and rec["backend"] == "torch"
+    assert rec["shape"] == {"M": 32, "N": 48, "K": 16} and rec["dtype"] == "float32"
+    assert rec["emulated"] is True
+    assert rec["tflops"] is None and rec["gbps"] is None and rec["pct_peak"] is None and rec["bound"] is None
+    assert rec["time_ms"] > 0
+    assert 0 < rec["p20_ms"] <= rec["time_ms"] <= rec["p80_ms"]
+    assert rec["flops"] == 2 * 32 * 48 * 16
+    assert rec["bytes"] == (32 * 16 + 16 * 48 + 32 * 48) * 4
+    assert rec["command"] == "pytest gemm"
+    assert isinstance(rec["device"], dict) and rec["device"].get("name")
+    assert isinstance(rec["versions"], dict) and rec["versions"].get("torch")
+    assert isinstance(rec["date"], str) and rec["date"][:2] == "20"
+
+
+def test_bench_record_is_a_valid_results_record(gemm_record):
+    results = pytest.importorskip("workbench.results", reason="workbench.results (record schema) not there yet")
+    results.validate_record(gemm_record)
+
+
+@requires_cpu_mode
+def test_bench_emulated_triton_variant_with_dtype():
+    rec = wb.bench(wb.variant("vecadd", "triton_block"), dtype="float16", N=3000, reps=3)
+    assert rec["emulated"] is True and rec["backend"] == "triton" and rec["dtype"] == "float16"
+    assert rec["bytes"] == 3 * 3000 * 2 and rec["flops"] == 3000
+    assert rec["p20_ms"] <= rec["time_ms"] <= rec["p80_ms"]
+    assert rec["tflops"] is None
+
+
+def test_bench_plain_function_needs_op():
+    def my_add(x, y):
+        return x + y
+
+    with pytest.raises(TypeError, match="name the op"):
+        wb.bench(my_add, N=16)
+    rec = wb.bench(my_add, "vecadd", N=64, reps=2)
+    assert rec["variant"] == "my_add" and rec["backend"] == "user"
+
+
+def test_bench_refuses_a_function_that_fails_the_checker():
+    def add_wrong(x, y):
+        return x - y
+
+    with pytest.raises(AssertionError, match="fails the checker"):
+        wb.bench(add_wrong, "vecadd", N=64)
+
+
+REFUSED = [(op, v.name) for op in wb.ops() for v in wb.known_wrong(op)]
+# vecadd/wrong_dropped_tail passes bench's quick check: see the xfail reason below.
+QUICK_BLIND = {("vecadd", "wrong_dropped_tail")}
+
+
+def _bench_shape(op):
+    return wb.get_op(op).check_shapes[1]
+
+
+@pytest.mark.parametrize("op,name", [
+    pytest.param(o, n, marks=pytest.mark.xfail(
+        strict=True, reason="BUG workbench/timer.py bench: its pre-timing check uses check(quick=True), which keeps "
+        "only the first two check shapes (vecadd N=1 and N=17, both inside one 256-thread block), so a kernel "
+        "that drops the partial last block passes and gets timed")) if (o, n) in QUICK_BLIND else (o, n)
+    for o, n in REFUSED], ids=[f"{o}/{n}" for o, n in REFUSED])
+def test_bench_refuses_known_wrong_kernels(op, name):
+    v = wb.variant(op, name)
+    with pytest.raises(AssertionError, match=f"{op}/{name} fails the checker"):
+        wb.bench(v, dtype=v.dtypes[0], **_bench_shape(op))
+
+
+def test_bench_refuses_what_cannot_run_here():
+    v = wb.variant("vecadd", "triton_block")
+    if wb.mode() != "cpu":
+        pytest.skip("bf16 Triton runs on a GPU")
+    with pytest.raises(RuntimeError, match="interpreter"):
+        wb.bench(v, dtype="bfloat16", N=64)
+
+
+def test_quantiles_on_known_lists():
+    med, p20, p80 = timer._quantiles([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert med == 3.0
+    assert p20 == pytest.approx(1.8) and p80 == pytest.approx(4.2)
+    xs = [float(i) for i in range(1, 12)]  # 1..11, inclusive method: p20 = 3, p80 = 9
+    assert timer._quantiles(xs) == (6.0, pytest.approx(3.0), pytest.approx(9.0))
+    assert timer._quantiles([2.5]) == (2.5, 2.5, 2.5)
+    assert timer._quantiles([1.0, 3.0]) == (2.0, pytest.approx(1.4), pytest.approx(2.6))
+    med, p20, p80 = timer._quantiles([10.0, 1.0, 1.0, 1.0, 100.0, 1.0, 1.0])
+    assert med == statistics.median([10.0, 1.0, 1.0, 1.0, 100.0, 1.0, 1.0]) == 1.0
+    assert p20 <= med <= p80
+
+
+def test_time_cpu_calls_warmup_then_reps():
+    calls = []
+    times = timer.time_cpu(lambda i: calls.append(i), n_sets=2, reps=4)
+    assert len(times) == 4 and all(t >= 0 for t in times)
+    assert calls == [0, 0, 1, 0, 1]
