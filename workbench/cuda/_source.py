@@ -121,8 +121,8 @@ class KernelDecl:
 
 
 _GLOBAL = re.compile(r"\b__global__\b")
-_SKIP = re.compile(r"\s*(?:__launch_bounds__\s*\([^)]*\)|__maxnreg__\s*\([^)]*\)|static|inline|__inline__|"
-                   r"__forceinline__|__noinline__|__device__|__host__|extern\s+\"C\"|void)\b\s*")
+_SKIP = re.compile(r"\s*(?:(?:__launch_bounds__|__maxnreg__|__cluster_dims__)\s*\([^)]*\)|extern\s+\"[^\"]*\"|"
+                   r"(?:static|inline|__inline__|__forceinline__|__noinline__|__device__|__host__|void)\b)\s*")
 _IDENT = re.compile(r"\s*([A-Za-z_]\w*)\s*\(")
 _PARAM = re.compile(r"^(?P<type>.*?)(?P<name>[A-Za-z_]\w*)\s*(?:\[\s*\w*\s*\])?\s*$", re.S)
 

@@ -49,6 +49,12 @@ struct gptr {
     return q;
   }
 
+  const void* check_range(const void* q, uint64_t n, int kind) const {
+    int64_t off = (const char*)q - lo;
+    if (off < 0 || (uint64_t)off + n > bytes) return oob_hit(param, kind, off, n, bytes);
+    return q;
+  }
+
   template <class I, class = typename std::enable_if<std::is_integral<I>::value || std::is_enum<I>::value>::type>
   __forceinline__ ref operator[](I i) const {
     return *check(p + i);

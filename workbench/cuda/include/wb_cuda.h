@@ -41,9 +41,9 @@
 #define __launch_bounds__(...)
 #define __maxnreg__(...)
 #define __cluster_dims__(...)
-#define __align__(n) alignas(n)
-#define __builtin_align__(n) alignas(n)
-#define __CUDA_ALIGN__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
+#define __builtin_align__(n) __attribute__((aligned(n)))
+#define __CUDA_ALIGN__(n) __attribute__((aligned(n)))
 #define WB_ASM(...) (wb_trap("inline PTX (asm) cannot run on the CPU engine", __FILE__, __LINE__))
 
 // ------------------------------------------------------------------ vector types
@@ -298,7 +298,17 @@ __forceinline__ typename std::common_type<A, B>::type max(A a, B b) {
   typedef typename std::common_type<A, B>::type R;
   return (R)a < (R)b ? (R)b : (R)a;
 }
-// __expf, __logf, __sinf, __cosf, __powf, ... come from glibc's <math.h> (same names, same meaning).
+// glibc's <math.h> declares (but does not export) __expf & co., so the fast intrinsics are macros here.
+#define __expf(x) ::expf(x)
+#define __exp10f(x) ::exp10f(x)
+#define __logf(x) ::logf(x)
+#define __log2f(x) ::log2f(x)
+#define __log10f(x) ::log10f(x)
+#define __sinf(x) ::sinf(x)
+#define __cosf(x) ::cosf(x)
+#define __tanf(x) ::tanf(x)
+#define __sincosf(x, s, c) ::sincosf(x, s, c)
+#define __powf(x, y) ::powf(x, y)
 static __forceinline__ float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static __forceinline__ double rsqrt(double x) { return 1.0 / sqrt(x); }
 static __forceinline__ float rcbrtf(float x) { return 1.0f / cbrtf(x); }

@@ -1,0 +1,16 @@
+// Histograms with atomics: straight to global memory, and privatised in shared memory then merged.
+extern "C" __global__ void histogram_global(const unsigned char* data, unsigned int* bins, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    atomicAdd(&bins[data[i]], 1u);
+}
+
+extern "C" __global__ void histogram_smem(const unsigned char* data, unsigned int* bins, int n) {
+  __shared__ unsigned int local[256];
+  for (int b = threadIdx.x; b < 256; b += blockDim.x) local[b] = 0;
+  __syncthreads();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    atomicAdd(&local[data[i]], 1u);
+  __syncthreads();
+  for (int b = threadIdx.x; b < 256; b += blockDim.x)
+    if (local[b]) atomicAdd(&bins[b], local[b]);
+}
