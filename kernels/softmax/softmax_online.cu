@@ -1,0 +1,38 @@
+// Online softmax: one thread per row, max and sum in ONE pass, then a write pass (2 reads + 1 write per element).
+// The running pair (m, s) = (max so far, sum of exp(x - m) so far) absorbs a new element v as
+//   m' = max(m, v),  s' = s * exp(m - m') + exp(v - m')
+// so the sum never needs a second read of the row. Still one thread per row: still uncoalesced.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <math_constants.h>
+
+__device__ __forceinline__ float load(const float* p) { return *p; }
+__device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
+__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half(v); }
+__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
+
+template <typename T>
+__device__ void softmax_online(const T* __restrict__ x, T* __restrict__ y, int m, int n) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= m) return;
+    const T* row = x + (size_t)r * n;
+    T* out = y + (size_t)r * n;
+    float mx = -CUDART_INF_F, s = 0.0f;
+    for (int j = 0; j < n; ++j) {  // one pass for max and sum
+        float v = load(row + j);
+        float nm = fmaxf(mx, v);
+        if (nm == -CUDART_INF_F) continue;  // only -inf so far: nothing to add (avoids (-inf) - (-inf) = NaN)
+        s = s * expf(mx - nm) + expf(v - nm);  // rescale the old sum to the new max
+        mx = nm;
+    }
+    float inv = 1.0f / s;  // all -inf row: s = 0, mx = -inf -> exp(NaN) * inf = NaN, as torch
+    for (int j = 0; j < n; ++j) store(out + j, expf(load(row + j) - mx) * inv);
+}
+
+extern "C" __global__ void softmax_online_f32(const float* x, float* y, int m, int n) { softmax_online(x, y, m, n); }
+extern "C" __global__ void softmax_online_f16(const __half* x, __half* y, int m, int n) { softmax_online(x, y, m, n); }
+extern "C" __global__ void softmax_online_bf16(const __nv_bfloat16* x, __nv_bfloat16* y, int m, int n) {
+    softmax_online(x, y, m, n);
+}

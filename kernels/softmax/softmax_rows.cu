@@ -1,0 +1,143 @@
+// Several rows per block, for short rows (N <= ~2K): each warp owns one row, a block of 32 x ROWS threads
+// handles ROWS rows. 16-byte loads, the row held in registers (up to 32 lanes x ITEMS vectors: 1K fp32 or 2K fp16
+// elements; longer rows re-read the rest) and shuffle-only reductions: no shared memory, no __syncthreads, and
+// enough rows per block that a 1K-element row still gives the SM full blocks of work.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <math_constants.h>
+#include <stdint.h>
+
+constexpr int ITEMS = 8;  // 16-byte vectors per lane in registers: 32 x 8 x 16 B = 4 KB per row
+
+__device__ __forceinline__ float load(const float* p) { return *p; }
+__device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
+__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half(v); }
+__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
+
+// 16 bytes <-> VEC floats. The last argument only selects the element type.
+__device__ __forceinline__ void unpack(float4 r, float* f, const float*) {
+    f[0] = r.x; f[1] = r.y; f[2] = r.z; f[3] = r.w;
+}
+__device__ __forceinline__ void unpack(float4 r, float* f, const __half*) {
+    const __half2* h = reinterpret_cast<const __half2*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        float2 t = __half22float2(h[k]);
+        f[2 * k] = t.x; f[2 * k + 1] = t.y;
+    }
+}
+__device__ __forceinline__ void unpack(float4 r, float* f, const __nv_bfloat16*) {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        float2 t = __bfloat1622float2(h[k]);
+        f[2 * k] = t.x; f[2 * k + 1] = t.y;
+    }
+}
+__device__ __forceinline__ float4 pack(const float* f, const float*) { return make_float4(f[0], f[1], f[2], f[3]); }
+__device__ __forceinline__ float4 pack(const float* f, const __half*) {
+    float4 r;
+    __half2* h = reinterpret_cast<__half2*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) h[k] = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+    return r;
+}
+__device__ __forceinline__ float4 pack(const float* f, const __nv_bfloat16*) {
+    float4 r;
+    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+    return r;
+}
+
+__device__ __forceinline__ void merge(float& m, float& s, float om, float os) {
+    float nm = fmaxf(m, om);
+    if (nm == -CUDART_INF_F) return;  // both empty (only -inf seen)
+    s = s * expf(m - nm) + os * expf(om - nm);
+    m = nm;
+}
+
+// Absorb one 16-byte vector into (m, s): one rescale per vector, not per element.
+template <typename T>
+__device__ __forceinline__ void absorb(float& m, float& s, float4 raw) {
+    constexpr int VEC = 16 / sizeof(T);
+    float f[VEC];
+    unpack(raw, f, (const T*)nullptr);
+    float vm = f[0];
+#pragma unroll
+    for (int k = 1; k < VEC; ++k) vm = fmaxf(vm, f[k]);
+    float nm = fmaxf(m, vm);
+    if (nm == -CUDART_INF_F) return;
+    float add = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) add += expf(f[k] - nm);
+    s = s * expf(m - nm) + add;
+    m = nm;
+}
+
+template <typename T>
+__device__ __forceinline__ float4 normalise(float4 raw, float m, float inv) {
+    constexpr int VEC = 16 / sizeof(T);
+    float f[VEC];
+    unpack(raw, f, (const T*)nullptr);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) f[k] = expf(f[k] - m) * inv;
+    return pack(f, (const T*)nullptr);
+}
+
+__device__ __forceinline__ void warp_merge(float& m, float& s) {
+    for (int off = 16; off > 0; off >>= 1) {
+        float om = __shfl_xor_sync(0xffffffffu, m, off);
+        float os = __shfl_xor_sync(0xffffffffu, s, off);
+        merge(m, s, om, os);
+    }
+}
+
+template <typename T>
+__device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ y, int m, int n) {
+    constexpr int VEC = 16 / sizeof(T);
+    int r = blockIdx.x * blockDim.y + threadIdx.y;
+    if (r >= m) return;  // whole warps leave together
+    int lane = threadIdx.x;
+    const T* row = x + (size_t)r * n;
+    T* out = y + (size_t)r * n;
+    int head = (int)(((16 - ((uintptr_t)row & 15)) & 15) / sizeof(T));
+    if (head > n) head = n;
+    int nvec = (n - head) / VEC;
+    int tail = head + nvec * VEC;
+    const float4* vin = reinterpret_cast<const float4*>(row + head);
+    float4* vout = reinterpret_cast<float4*>(out + head);
+
+    float mx = -CUDART_INF_F, s = 0.0f;
+    float4 cache[ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        int i = lane + 32 * k;
+        if (i < nvec) {
+            cache[k] = vin[i];
+            absorb<T>(mx, s, cache[k]);
+        }
+    }
+    for (int i = lane + 32 * ITEMS; i < nvec; i += 32) absorb<T>(mx, s, vin[i]);
+    if (lane < head) merge(mx, s, load(row + lane), 1.0f);  // head < VEC <= 8 elements
+    for (int j = tail + lane; j < n; j += 32) merge(mx, s, load(row + j), 1.0f);
+    warp_merge(mx, s);
+    float inv = 1.0f / s;
+
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        int i = lane + 32 * k;
+        if (i < nvec) vout[i] = normalise<T>(cache[k], mx, inv);
+    }
+    for (int i = lane + 32 * ITEMS; i < nvec; i += 32) vout[i] = normalise<T>(vin[i], mx, inv);
+    if (lane < head) store(out + lane, expf(load(row + lane) - mx) * inv);
+    for (int j = tail + lane; j < n; j += 32) store(out + j, expf(load(row + j) - mx) * inv);
+}
+
+extern "C" __global__ void softmax_rows_f32(const float* x, float* y, int m, int n) { softmax_rows(x, y, m, n); }
+extern "C" __global__ void softmax_rows_f16(const __half* x, __half* y, int m, int n) { softmax_rows(x, y, m, n); }
+extern "C" __global__ void softmax_rows_bf16(const __nv_bfloat16* x, __nv_bfloat16* y, int m, int n) {
+    softmax_rows(x, y, m, n);
+}
