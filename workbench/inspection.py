@@ -1,0 +1,490 @@
+"""Inspect GPU kernels without a GPU: PTX, SASS, registers, shared memory, spills, instruction mix, occupancy.
+
+``inspect(kernel)`` accepts a ``workbench.cuda.RawKernel``, a ``(path_or_code, name)`` pair, a Triton
+``@triton.jit`` function (with ``signature=``/``constexprs=``), a spec dict, or any object with an
+``inspect_spec()`` method returning such a dict (the kernel registry's variants):
+
+* ``{"kind": "cuda", "code": path_or_source, "name": kernel_name, "options": (...)}``
+* ``{"kind": "triton", "fn": jit_fn, "signature": {...}, "constexprs": {...}, "num_warps": 4, "num_stages": 3}``
+
+CUDA C goes through nvcc (PTX) and ptxas (cubin, ``-v`` resource report); Triton through
+``triton.compile(..., target=GPUTarget("cuda", cc, 32))``. SASS comes from cuobjdump. Nothing needs a GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.cuda import arch as _arch
+from workbench.cuda.errors import CompileError, ToolchainNotFoundError
+
+__all__ = ["inspect", "occupancy", "occupancy_widget", "KernelInspection", "find_cuda_tool"]
+
+OCCUPANCY_ARCHS = ("sm_80", "sm_90")
+_INSTALL_HINT = (
+    "Install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads; e.g. `sudo apt-get install "
+    "cuda-nvcc-12-8`) or the pip wheel `pip install nvidia-cuda-nvcc` (nvcc + ptxas), then put its bin/ "
+    "directory on PATH or set CUDA_HOME. No GPU is needed.")
+
+
+# ----------------------------------------------------------------------------------------------- tools
+def _cuda_bin_dirs() -> list[str]:
+    dirs = []
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        if os.environ.get(var):
+            dirs.append(os.path.join(os.environ[var], "bin"))
+    dirs += ["/usr/local/cuda/bin", "/opt/cuda/bin"]
+    try:  # pip wheels: nvidia-cuda-nvcc(-cu12)
+        import nvidia  # type: ignore[import-not-found]
+
+        for p in getattr(nvidia, "__path__", []):
+            dirs += [os.path.join(p, "cuda_nvcc", "bin"), os.path.join(p, "cu13", "bin")]
+    except ImportError:
+        pass
+    return dirs
+
+
+def _triton_bin_dir() -> str | None:
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        return None
+    if not spec or not spec.origin:
+        return None
+    d = Path(spec.origin).parent / "backends" / "nvidia" / "bin"
+    return str(d) if d.is_dir() else None
+
+
+def find_cuda_tool(tool: str, *, allow_triton: bool = True) -> str:
+    """Return the path of a CUDA tool (nvcc, ptxas, cuobjdump, nvdisasm) or raise ToolchainNotFoundError."""
+    exe = shutil.which(tool)
+    if exe:
+        return exe
+    dirs = _cuda_bin_dirs()
+    if allow_triton and tool != "nvcc":
+        tb = _triton_bin_dir()
+        if tb:
+            dirs.append(tb)
+    for d in dirs:
+        p = os.path.join(d, tool)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    raise ToolchainNotFoundError(f"workbench.inspect needs the CUDA tool {tool!r}, which was not found on PATH "
+                                 f"or in {', '.join(dirs) or 'the usual CUDA locations'}. {_INSTALL_HINT}")
+
+
+def _run(cmd: list[str], what: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=cwd)
+    except FileNotFoundError as e:
+        raise ToolchainNotFoundError(f"cannot run {cmd[0]!r} ({what}): {e}. {_INSTALL_HINT}") from e
+    return r
+
+
+# ----------------------------------------------------------------------------------------------- result
+@dataclass
+class KernelInspection:
+    """What the compiler made of one kernel for one architecture (no GPU involved)."""
+
+    kind: str  # "cuda" or "triton"
+    name: str
+    arch: str
+    symbol: str  # the (possibly mangled) entry name in the cubin
+    registers: int
+    shared_static: int  # bytes of static shared memory (Triton: the shared memory it allocates)
+    stack: int  # bytes of stack frame
+    spill_stores: int
+    spill_loads: int
+    barriers: int
+    threads_per_block: int
+    instruction_mix: dict[str, int]
+    opcodes: dict[str, int]
+    occupancy: dict[str, dict]
+    ptx: str = field(repr=False)
+    sass: str = field(repr=False)
+    ttgir: str | None = field(default=None, repr=False)
+    ptxas_log: str = field(default="", repr=False)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Return the headline figures as a flat dict."""
+        s = {"kernel": self.name, "kind": self.kind, "arch": self.arch, "registers/thread": self.registers,
+             "shared memory (static)": self.shared_static, "stack (bytes)": self.stack,
+             "spill stores": self.spill_stores, "spill loads": self.spill_loads, "barriers": self.barriers,
+             "threads/block (for occupancy)": self.threads_per_block}
+        s.update({f"# {k}": v for k, v in self.instruction_mix.items()})
+        for a, o in self.occupancy.items():
+            s[f"occupancy {a}"] = (f"{o['blocks_per_sm']} blocks/SM, {o['active_warps_per_sm']}/"
+                                   f"{o['max_warps_per_sm']} warps ({o['occupancy']:.0%}), limited by "
+                                   f"{', '.join(o['limited_by'])}")
+        return s
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return every field (PTX/SASS text included) as a plain dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def __str__(self) -> str:
+        rows = self.summary()
+        w = max(len(k) for k in rows)
+        lines = [f"{k.ljust(w)}  {v}" for k, v in rows.items()]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in self.summary().items())
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (f"<div><b>{html.escape(self.kind)} kernel {html.escape(self.name)} on {html.escape(self.arch)}</b>"
+                f"<table>{rows}</table>{'<ul>' + notes + '</ul>' if notes else ''}"
+                "<small>raw text: <code>.ptx</code>, <code>.sass</code>"
+                f"{', <code>.ttgir</code>' if self.ttgir else ''}</small></div>")
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+_PTXAS_FUNC = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PTXAS_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+
+
+def parse_ptxas(log: str) -> dict[str, dict[str, int]]:
+    """Return {entry: {registers, barriers, smem, stack, spill_stores, spill_loads}} from ``ptxas -v`` output."""
+    out: dict[str, dict[str, int]] = {}
+    cur = None
+    for line in log.splitlines():
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            cur = out.setdefault(m.group(1), {"registers": 0, "barriers": 0, "smem": 0, "stack": 0,
+                                              "spill_stores": 0, "spill_loads": 0})
+            continue
+        if cur is None:
+            continue
+        m = _PTXAS_PROPS.search(line)
+        if m:
+            cur.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        m = _PTXAS_USED.search(line)
+        if m:
+            cur.update(registers=int(m.group(1)), barriers=int(m.group(2) or 0), smem=int(m.group(3) or 0))
+    return out
+
+
+_SASS_FUNC = re.compile(r"^\s*Function : (\S+)", re.M)
+_SASS_INSTR = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+
+
+def split_sass(sass: str) -> dict[str, str]:
+    """Return {function: its SASS text} from ``cuobjdump -sass`` output."""
+    parts = _SASS_FUNC.split(sass)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def instruction_mix(sass: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Return (summary counts, full opcode histogram) of a function's SASS."""
+    ops = Counter(m.group(1) for m in _SASS_INSTR.finditer(sass))
+    base = Counter()
+    for op, n in ops.items():
+        base[op.split(".")[0]] += n
+
+    def width(op: str) -> int:
+        mods = op.split(".")[1:]
+        for w in (128, 64):
+            if str(w) in mods:
+                return w
+        return 32
+
+    ldg = Counter()
+    for op, n in ops.items():
+        if op.split(".")[0] == "LDG":
+            ldg[width(op)] += n
+    mix = {
+        "FFMA": base["FFMA"] + base["FFMA2"],
+        "FMUL/FADD": base["FMUL"] + base["FADD"],
+        "HMMA": base["HMMA"],
+        "HGMMA": base["HGMMA"],
+        "IMMA": base["IMMA"],
+        "LDG.32": ldg[32],
+        "LDG.64": ldg[64],
+        "LDG.128": ldg[128],
+        "STG": base["STG"],
+        "LDGSTS (cp.async)": base["LDGSTS"],
+        "LDS": base["LDS"],
+        "LDSM (ldmatrix)": base["LDSM"],
+        "STS": base["STS"],
+        "BAR": base["BAR"],
+        "SHFL": base["SHFL"],
+        "MUFU": base["MUFU"],
+        "total": sum(ops.values()),
+    }
+    return mix, dict(sorted(ops.items(), key=lambda kv: -kv[1]))
+
+
+def _pick_symbol(names: list[str], want: str) -> str:
+    if want in names:
+        return want
+    base = want.split("<")[0].strip()
+    cands = [n for n in names if n == base or n.startswith(f"_Z{len(base)}{base}")]
+    if len(cands) >= 1:
+        return cands[0]
+    if len(names) == 1:
+        return names[0]
+    raise CompileError(f"kernel {want!r} not found in the compiled module (entries: {', '.join(names)})")
+
+
+# ----------------------------------------------------------------------------------------------- CUDA C
+def _spec_of(obj: Any, name: str | None, options: tuple, kw: dict) -> dict:
+    if isinstance(obj, dict):
+        return dict(obj)
+    if hasattr(obj, "inspect_spec") and callable(obj.inspect_spec):
+        return dict(obj.inspect_spec())
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], str):
+        return {"kind": "cuda", "code": obj[0], "name": obj[1], "options": options}
+    if hasattr(obj, "source") and hasattr(obj, "name") and hasattr(obj, "options"):  # workbench RawKernel
+        src = obj.source
+        return {"kind": "cuda", "code": src.path or src.text, "name": obj.name, "options": tuple(obj.options)}
+    mod = type(obj).__module__
+    if mod.startswith("triton") or hasattr(obj, "arg_names") or hasattr(obj, "fn"):
+        spec = {"kind": "triton", "fn": obj}
+        spec.update(kw)
+        return spec
+    if isinstance(obj, (str, os.PathLike)) and name:
+        return {"kind": "cuda", "code": obj, "name": name, "options": options}
+    raise TypeError(f"inspect: cannot inspect {type(obj).__name__}: pass a workbench.cuda.RawKernel, a "
+                    "(path_or_code, kernel_name) pair, a Triton @jit function with signature=, or an object "
+                    "with inspect_spec()")
+
+
+def _nvcc_options(options: tuple) -> list[str]:
+    out = []
+    for o in options:
+        if re.match(r"^(-arch|--gpu-architecture|-gencode|--generate-code|-code)\b", o):
+            continue
+        out.append(o)
+    return out
+
+
+def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str, str, str]:
+    """Return (ptx, ptxas -v log, sass) of ``code`` for ``arch``."""
+    from workbench.cuda._source import load_source
+
+    nvcc = find_cuda_tool("nvcc")
+    ptxas = find_cuda_tool("ptxas")
+    cuobjdump = find_cuda_tool("cuobjdump")
+    src = load_source(code)
+    with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
+        main = Path(td) / "kernel.cu"
+        inc = f'#include "{src.path}"\n' if src.path else src.text + "\n"
+        if "<" in name:  # template instantiation, as NVRTC name expressions do
+            inc += f"static void* __wb_inspect_instance __attribute__((unused)) = (void*)&{name};\n"
+        main.write_text(inc)
+        ptx = Path(td) / "kernel.ptx"
+        cmd = [nvcc, f"-arch={arch}", "-ptx", "-o", str(ptx), *_nvcc_options(options), str(main)]
+        if src.path:
+            cmd.insert(1, f"-I{os.path.dirname(src.path)}")
+        r = _run(cmd, "nvcc")
+        if r.returncode != 0:
+            raise CompileError(f"nvcc failed to compile {src.display_name} for {arch}:\n{r.stderr[-4000:]}",
+                               r.stderr, src.path)
+        cubin = Path(td) / "kernel.cubin"
+        r2 = _run([ptxas, f"-arch={arch}", "-v", str(ptx), "-o", str(cubin)], "ptxas")
+        if r2.returncode != 0:
+            raise CompileError(f"ptxas failed for {src.display_name} ({arch}):\n{r2.stderr[-4000:]}", r2.stderr)
+        r3 = _run([cuobjdump, "-sass", str(cubin)], "cuobjdump")
+        return ptx.read_text(), r2.stdout + r2.stderr, r3.stdout
+
+
+def _ptx_target(ptx: str) -> str:
+    m = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.M)
+    return m.group(1) if m else "sm_90"
+
+
+def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str]:
+    """Return (ptx, ptxas log, sass, ttgir, shared bytes, entry name) of a Triton kernel for ``arch``."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    fn = spec["fn"]
+    if not isinstance(fn, JITFunction):  # TRITON_INTERPRET=1 (cpu mode) gives an InterpretedFunction
+        inner = getattr(fn, "fn", None)
+        if inner is None:
+            raise TypeError(f"inspect: {fn!r} is not a Triton @triton.jit function")
+        fn = JITFunction(inner)
+    if "signature" not in spec:
+        raise TypeError("inspect: a Triton kernel needs signature={'x_ptr': '*fp32', 'n': 'i32', 'BLOCK': "
+                        "'constexpr', ...} (and constexprs={...})")
+    constexprs = dict(spec.get("constexprs") or {})
+    sig = dict(spec["signature"])
+    for k in constexprs:
+        sig.setdefault(k, "constexpr")
+    cc = _arch.get(arch).compute_capability
+    target = GPUTarget("cuda", cc[0] * 10 + cc[1], 32)
+    opts = {"num_warps": int(spec.get("num_warps", 4)), "num_stages": int(spec.get("num_stages", 3))}
+    # Like a real launch of 16-byte-aligned tensors: pointers (and any names in "divisible_by_16") carry
+    # tt.divisibility=16, which is what lets Triton vectorise loads (LDG.128).
+    div16 = spec.get("divisible_by_16")
+    if div16 is None:
+        div16 = [k for k, v in sig.items() if str(v).startswith("*")]
+    attrs = spec.get("attrs") or {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in div16}
+    try:
+        k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=target, options=opts)
+    except Exception as e:
+        raise CompileError(f"triton.compile of {fn.__name__} for {arch} failed: {e}", str(e)) from e
+    ptx = k.asm["ptx"]
+    ptxas = find_cuda_tool("ptxas")
+    cuobjdump = find_cuda_tool("cuobjdump")
+    with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
+        pf = Path(td) / "k.ptx"
+        pf.write_text(ptx)
+        r = _run([ptxas, f"-arch={_ptx_target(ptx)}", "-v", str(pf), "-o", str(Path(td) / "v.cubin")], "ptxas")
+        cub = Path(td) / "k.cubin"
+        cub.write_bytes(k.asm["cubin"])
+        r3 = _run([cuobjdump, "-sass", str(cub)], "cuobjdump")
+    return ptx, r.stdout + r.stderr, r3.stdout, k.asm.get("ttgir", ""), int(k.metadata.shared), k.metadata.name
+
+
+def _maxntid(ptx: str, symbol: str) -> int | None:
+    m = re.search(r"\.entry\s+" + re.escape(symbol) + r"\s*\([^)]*\)\s*([^{]*)\{", ptx, re.S)
+    if m:
+        t = re.search(r"\.maxntid\s+(\d+)(?:,\s*(\d+))?(?:,\s*(\d+))?", m.group(1))
+        if t:
+            return int(t.group(1)) * int(t.group(2) or 1) * int(t.group(3) or 1)
+    return None
+
+
+_cache: dict[str, KernelInspection] = {}
+
+
+def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dynamic_smem: int) -> KernelInspection:
+    notes: list[str] = []
+    kind = spec.get("kind", "cuda")
+    ttgir = None
+    if kind == "cuda":
+        name = spec["name"]
+        options = tuple(spec.get("options") or ())
+        ptx, log, sass = _cuda_compile(spec["code"], name, options, arch)
+        res = parse_ptxas(log)
+        symbol = _pick_symbol(list(res), name)
+        r = res[symbol]
+        smem = r["smem"]
+        tpb = threads_per_block or _maxntid(ptx, symbol)
+        if tpb is None:
+            tpb = 256
+            notes.append("threads/block unknown (no __launch_bounds__): occupancy assumes 256; pass "
+                         "threads_per_block=")
+    elif kind == "triton":
+        ptx, log, sass, ttgir, shared, symbol = _triton_compile(spec, arch)
+        res = parse_ptxas(log)
+        r = res.get(symbol) or (next(iter(res.values())) if res else {"registers": 0, "barriers": 0, "smem": 0,
+                                                                         "stack": 0, "spill_stores": 0,
+                                                                         "spill_loads": 0})
+        smem = max(shared, r["smem"])
+        name = spec["fn"].__name__ if hasattr(spec["fn"], "__name__") else symbol
+        tpb = threads_per_block or int(spec.get("num_warps", 4)) * 32
+    else:
+        raise ValueError(f"inspect: unknown kernel kind {kind!r} (expected 'cuda' or 'triton')")
+    funcs = split_sass(sass)
+    fsass = funcs.get(symbol) or (next(iter(funcs.values())) if funcs else sass)
+    mix, ops = instruction_mix(fsass)
+    occ: dict[str, dict] = {}
+    for a in dict.fromkeys((*OCCUPANCY_ARCHS, _arch.get(arch).name)):
+        regs, sm = r["registers"], smem
+        if a != _arch.get(arch).name:
+            try:
+                if kind == "cuda":
+                    _, log2, _ = _cuda_compile(spec["code"], spec["name"], tuple(spec.get("options") or ()), a)
+                    r2 = parse_ptxas(log2)[_pick_symbol(list(parse_ptxas(log2)), spec["name"])]
+                    regs, sm = r2["registers"], r2["smem"]
+                else:
+                    _, log2, _, _, sh2, sym2 = _triton_compile(spec, a)
+                    p2 = parse_ptxas(log2)
+                    r2 = p2.get(sym2) or next(iter(p2.values()))
+                    regs, sm = r2["registers"], max(sh2, r2["smem"])
+            except Exception as e:  # e.g. sm_90-only instructions: fall back to this arch's figures
+                notes.append(f"could not compile for {a} ({str(e).splitlines()[0][:120]}); its occupancy uses "
+                             f"the {arch} register/shared-memory figures")
+        occ[a] = _arch.occupancy(tpb, regs, sm + dynamic_smem, a)
+    return KernelInspection(kind=kind, name=name, arch=_arch.get(arch).name if not arch.endswith("a") else arch,
+                            symbol=symbol, registers=r["registers"], shared_static=smem, stack=r["stack"],
+                            spill_stores=r["spill_stores"], spill_loads=r["spill_loads"], barriers=r["barriers"],
+                            threads_per_block=tpb, instruction_mix=mix, opcodes=ops, occupancy=occ, ptx=ptx,
+                            sass=fsass, ttgir=ttgir, ptxas_log=log, notes=notes)
+
+
+def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = None, options: tuple = (),
+            threads_per_block: int | None = None, dynamic_smem: int = 0, **triton_spec: Any) -> KernelInspection:
+    """Compile a kernel for ``arch`` without a GPU and report its resources, instruction mix and occupancy.
+
+    ``kernel_or_variant``: a ``workbench.cuda.RawKernel``; ``(path_or_code, name)``; a path/code with ``name=``;
+    a Triton ``@triton.jit`` function with ``signature=``, ``constexprs=``, ``num_warps=``, ``num_stages=``;
+    a spec dict; or an object with ``inspect_spec()``. ``threads_per_block`` and ``dynamic_smem`` feed the
+    occupancy figures (CUDA C defaults to the kernel's ``__launch_bounds__``, Triton to ``num_warps * 32``).
+    Raises ToolchainNotFoundError (saying what to install) when nvcc/ptxas are missing.
+    """
+    spec = _spec_of(kernel_or_variant, name, tuple(options), triton_spec)
+    _arch.get(arch)  # validate early
+    if spec.get("kind", "cuda") == "cuda":
+        from workbench.cuda._source import load_source
+
+        src = load_source(spec["code"])
+        ident = f"{src.path}|{src.text}|{spec.get('name')}|{tuple(spec.get('options') or ())}"
+    else:
+        ident = (f"{id(spec.get('fn'))}|{sorted((spec.get('signature') or {}).items())}|"
+                 f"{sorted((spec.get('constexprs') or {}).items(), key=str)}|{spec.get('num_warps')}|"
+                 f"{spec.get('num_stages')}")
+    key = hashlib.sha256(f"{ident}|{arch}|{threads_per_block}|{dynamic_smem}".encode()).hexdigest()
+    if key not in _cache:
+        _cache[key] = _inspect_uncached(spec, str(arch), threads_per_block, int(dynamic_smem))
+    return _cache[key]
+
+
+# ----------------------------------------------------------------------------------------------- occupancy
+def occupancy(threads_per_block: int, regs_per_thread: int, smem_per_block: int = 0, arch: str = "sm_90") -> dict:
+    """Return the theoretical occupancy numbers (see ``workbench.cuda.arch.occupancy``)."""
+    return _arch.occupancy(threads_per_block, regs_per_thread, smem_per_block, arch)
+
+
+def _occupancy_html(o: dict) -> str:
+    lim = o["block_limits"]
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{v}</td><td>{'&#9664; limit' if k in o['limited_by'] else ''}"
+                   "</td></tr>" for k, v in lim.items())
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in o["notes"])
+    return (f"<b>{o['arch']}</b>: {o['blocks_per_sm']} blocks/SM, {o['active_warps_per_sm']}/{o['max_warps_per_sm']} "
+            f"warps = <b>{o['occupancy']:.0%}</b> occupancy, limited by <b>{', '.join(o['limited_by'])}</b>"
+            f"<table><tr><th>resource</th><th>blocks/SM it allows</th><th></th></tr>{rows}</table>"
+            f"{'<ul>' + notes + '</ul>' if notes else ''}")
+
+
+def occupancy_widget(threads_per_block: int = 256, regs_per_thread: int = 32, smem_per_block: int = 0,
+                     arch: str = "sm_90") -> Any:
+    """Return an ipywidgets occupancy calculator (sliders + arch dropdown) showing the limiting resource."""
+    import ipywidgets as w
+
+    t = w.IntSlider(value=threads_per_block, min=32, max=1024, step=32, description="threads/block",
+                    continuous_update=True)
+    r = w.IntSlider(value=regs_per_thread, min=1, max=255, step=1, description="regs/thread")
+    s = w.IntSlider(value=smem_per_block, min=0, max=228 * 1024, step=1024, description="smem/block (B)")
+    a = w.Dropdown(options=list(_arch.ARCHS), value=_arch.get(arch).name, description="arch")
+    out = w.HTML()
+
+    def update(*_: Any) -> None:
+        out.value = _occupancy_html(_arch.occupancy(t.value, r.value, s.value, a.value))
+
+    for c in (t, r, s, a):
+        c.observe(update, names="value")
+    update()
+    box = w.VBox([t, r, s, a, out])
+    box.sliders = {"threads_per_block": t, "regs_per_thread": r, "smem_per_block": s, "arch": a}
+    box.output = out
+    return box
