@@ -18,7 +18,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "Python >= 3.10 is required"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[$(EXTRAS)]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
