@@ -385,7 +385,8 @@ def test_device_assert(mods):
     x = np.arange(64, dtype=np.int32)
     fn(mods, "bugs", "device_assert")((1,), (64,), (x, i32(64)))
     x[37] = -1
-    with pytest.raises(KernelLaunchError, match=r"device-side assert failed: x\[i\] >= 0.*bugs\.cu:\d+.*thread \(37,0,0\)"):
+    pat = r"device-side assert failed: x\[i\] >= 0.*bugs\.cu:\d+.*thread \(37,0,0\)"
+    with pytest.raises(KernelLaunchError, match=pat):
         fn(mods, "bugs", "device_assert")((1,), (64,), (x, i32(64)))
 
 

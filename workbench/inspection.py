@@ -144,7 +144,8 @@ class KernelInspection:
 
     def _repr_html_(self) -> str:
         rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
-                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in self.summary().items())
+                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+                       for k, v in self.summary().items())
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
         return (f"<div><b>{html.escape(self.kind)} kernel {html.escape(self.name)} on {html.escape(self.arch)}</b>"
                 f"<table>{rows}</table>{'<ul>' + notes + '</ul>' if notes else ''}"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from workbench._mode import MODE
 from workbench.cuda import arch

@@ -218,13 +218,13 @@ class CpuModule:
             tu = self._translation_unit()
             key = _hash(tu, " ".join(flags), " ".join(CXXFLAGS), _headers_digest(), _cxx_id(cxx))
             runtime()  # kernel modules resolve wb_* symbols against the (RTLD_GLOBAL) runtime
-            lib = _loaded.get(key)
+            so = _cached_so(key)
+            if so is None:
+                so = self._build(cxx, flags, tu, key)
+            lib = _loaded.get(str(so))
             if lib is None:
-                so = cache_dir() / f"k-{key}.so"
-                if not (so.exists() and _deps_ok(so)):
-                    self._build(cxx, flags, tu, so)
                 lib = ctypes.CDLL(str(so))
-                _loaded[key] = lib
+                _loaded[str(so)] = lib
             self._lib = lib
             table = ctypes.cast(lib.wb_kernels, ctypes.POINTER(_Entry))
             i = 0
@@ -238,7 +238,7 @@ class CpuModule:
                 i += 1
             return self
 
-    def _build(self, cxx: str, flags: list[str], tu: str, so: Path) -> None:
+    def _build(self, cxx: str, flags: list[str], tu: str, key: str) -> Path:
         runtime()  # make sure the runtime exists before any kernel module is loaded
         with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="build-") as td:
             cpp = Path(td) / "kernel.cpp"
@@ -254,10 +254,15 @@ class CpuModule:
                 raise CompileError(
                     f"compiling {self.source.display_name} for the CPU engine failed:\n{head}\n\n"
                     f"full compiler output:\n{_trim(log)}", log, self.source.path)
-            deps = _parse_deps(dep.read_text() if dep.exists() else "", cpp)
-            meta = {"deps": {p: _file_hash(p) for p in deps}}
-            Path(str(so) + ".json").write_text(json.dumps(meta))
+            deps = {p: _file_hash(p) for p in _parse_deps(dep.read_text() if dep.exists() else "", cpp)}
+            # The file name carries the state of the user headers too: a rebuilt module gets a new name, so that
+            # dlopen (which returns an already-loaded library for a known path) loads the new code.
+            so = cache_dir() / f"k-{key}-{_hash(json.dumps(deps, sort_keys=True))[:12]}.so"
             os.replace(out, so)
+            tmp_meta = cache_dir() / f"k-{key}.json.{os.getpid()}.tmp"
+            tmp_meta.write_text(json.dumps({"so": so.name, "deps": deps}))
+            os.replace(tmp_meta, cache_dir() / f"k-{key}.json")
+            return so
 
     def kernel(self, name: str) -> KernelInfo:
         """Return the compiled kernel ``name``."""
@@ -299,15 +304,17 @@ def _parse_deps(text: str, cpp: Path) -> list[str]:
     return out
 
 
-def _deps_ok(so: Path) -> bool:
-    meta = Path(str(so) + ".json")
-    if not meta.exists():
-        return False
+def _cached_so(key: str) -> Path | None:
+    """Return the cached library for ``key`` if it exists and the user headers it was built from are unchanged."""
+    meta = cache_dir() / f"k-{key}.json"
     try:
-        deps = json.loads(meta.read_text()).get("deps", {})
+        m = json.loads(meta.read_text())
     except (OSError, ValueError):
-        return False
-    return all(_file_hash(p) == h for p, h in deps.items())
+        return None
+    so = cache_dir() / m.get("so", "")
+    if not so.is_file() or not all(_file_hash(p) == h for p, h in m.get("deps", {}).items()):
+        return None
+    return so
 
 
 def _parse_sig(sig: str) -> list[str]:
@@ -383,12 +390,12 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any]]:
         raise KernelArgumentError(f"kernel {info.name!r}: args must be a tuple of arguments, got {_describe(args)}")
     n = len(info.codes)
     if len(args) != n:
-        sig = ", ".join(f"{_type_text(c)} {p.name}" for c, p in zip(info.codes, info.params))
+        sig = ", ".join(f"{_type_text(c)} {p.name}" for c, p in zip(info.codes, info.params, strict=True))
         raise KernelArgumentError(
             f"kernel {info.name!r} takes {n} argument{'s' if n != 1 else ''} ({sig}) but {len(args)} were given")
     keep: list[Any] = []
     arr = (ctypes.c_void_p * max(n, 1))()
-    for i, (code, a) in enumerate(zip(info.codes, args)):
+    for i, (code, a) in enumerate(zip(info.codes, args, strict=True)):
         p = info.params[i]
         where = f"kernel {info.name!r}, parameter {i} {p.name!r} ({_type_text(code)})"
         if code.startswith("*"):
@@ -420,6 +427,8 @@ def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int
         return a.data_ptr(), a.numel() * a.element_size()
     if mod.startswith("cupy"):
         raise KernelArgumentError(f"{where}: got a cupy array, but the workbench runs in cpu mode; use numpy arrays")
+    if isinstance(a, (np.generic, int, float, bool)):
+        raise KernelArgumentError(f"{where}: expected a numpy array (or CPU torch tensor), got a scalar {_describe(a)}")
     if not isinstance(a, np.ndarray):
         if hasattr(a, "__array_interface__"):
             a = np.asarray(a)
