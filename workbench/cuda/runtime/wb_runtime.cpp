@@ -385,7 +385,13 @@ struct Pool {
   int active = 0;
   int want = 0;  // how many pool threads take part in the current job
 
+  pid_t owner = getpid();
+
   void resize(int n) {
+    if (owner != getpid()) {  // forked child: the parent's pool threads do not exist here
+      threads.clear();
+      owner = getpid();
+    }
     while ((int)threads.size() < n) {
       int id = (int)threads.size();
       threads.emplace_back([this, id] { loop(id); });

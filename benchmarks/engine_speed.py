@@ -1,0 +1,111 @@
+"""Measure the CPU engine against Numba's CUDA simulator on the same 16x16 shared-memory tiled SGEMM.
+
+Prints, from one run: the engine and the simulator at 64^3 (and the speed-up), and the engine at 256^3.
+The simulator runs in a subprocess because NUMBA_ENABLE_CUDASIM must be set before numba is imported.
+Usage: python benchmarks/engine_speed.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SGEMM = ROOT / "tests" / "cuda" / "sgemm.cu"
+
+_NUMBA_SIM = r"""
+import json, os, sys, time
+os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+import numpy as np
+from numba import cuda, float32
+
+TS = 16
+
+@cuda.jit
+def sgemm_tiled(A, B, C, M, N, K):
+    As = cuda.shared.array((TS, TS), float32)
+    Bs = cuda.shared.array((TS, TS), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * TS + ty, cuda.blockIdx.x * TS + tx
+    acc = float32(0.0)
+    for t in range(0, K, TS):
+        As[ty, tx] = A[row, t + tx] if row < M and t + tx < K else 0.0
+        Bs[ty, tx] = B[t + ty, col] if t + ty < K and col < N else 0.0
+        cuda.syncthreads()
+        for k in range(TS):
+            acc += As[ty, k] * Bs[k, tx]
+        cuda.syncthreads()
+    if row < M and col < N:
+        C[row, col] = acc
+
+n, repeat = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+A = rng.standard_normal((n, n)).astype(np.float32)
+B = rng.standard_normal((n, n)).astype(np.float32)
+C = np.zeros((n, n), np.float32)
+times = []
+for _ in range(repeat):
+    t = time.perf_counter()
+    sgemm_tiled[(n // TS, n // TS), (TS, TS)](A, B, C, n, n, n)
+    times.append(time.perf_counter() - t)
+print(json.dumps({"best": min(times), "err": float(np.abs(C - A @ B).max())}))
+"""
+
+
+def engine_time(n: int, repeat: int) -> tuple[float, float]:
+    """Return (best seconds, max abs error) of the engine's tiled SGEMM at n^3 (compile excluded)."""
+    from workbench import cuda
+
+    k = cuda.RawKernel(SGEMM, "sgemm_tiled").compile()
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((n, n)).astype(np.float32)
+    B = rng.standard_normal((n, n)).astype(np.float32)
+    C = np.zeros((n, n), np.float32)
+    args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
+    grid = ((n + 15) // 16, (n + 15) // 16)
+    k(grid, (16, 16), args)  # warm-up (fiber stacks, pool threads)
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        k(grid, (16, 16), args)
+        best = min(best, time.perf_counter() - t)
+    return best, float(np.abs(C - A @ B).max())
+
+
+def numba_sim_time(n: int, repeat: int) -> tuple[float, float]:
+    """Return (best seconds, max abs error) of Numba's CUDA simulator on the same SGEMM (in a subprocess)."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    out = subprocess.run([sys.executable, "-c", _NUMBA_SIM, str(n), str(repeat)], capture_output=True, text=True,
+                         env=env, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"numba simulator run failed:\n{out.stderr[-3000:]}")
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["best"], r["err"]
+
+
+def main() -> None:
+    """Run the comparison and print both figures."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    os.environ.setdefault("WORKBENCH_MODE", "cpu")
+    from workbench.cuda import _cpu
+
+    print(f"CPU engine: {_cpu.n_threads()} worker thread(s); numba simulator: NUMBA_ENABLE_CUDASIM=1 (subprocess)")
+    e64, err_e = engine_time(64, args.repeat)
+    s64, err_s = numba_sim_time(64, max(1, min(args.repeat, 2)))
+    e256, err_256 = engine_time(256, args.repeat)
+    print(f"tiled SGEMM 16x16,  64^3: engine {e64 * 1e3:8.2f} ms | numba sim {s64 * 1e3:9.1f} ms | "
+          f"speed-up {s64 / e64:7.0f}x   (max err {err_e:.1e} / {err_s:.1e})")
+    print(f"tiled SGEMM 16x16, 256^3: engine {e256 * 1e3:8.2f} ms   (target < 3000 ms; max err {err_256:.1e})")
+
+
+if __name__ == "__main__":
+    main()
