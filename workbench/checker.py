@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import inspect as _inspect
 import math
+import re
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -261,7 +262,7 @@ def _signature_error(fn: Callable, op: Op) -> str | None:
         sig = _inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    n_inputs = op.signature.split("(", 1)[1].split(")")[0]
+    n_inputs = re.sub(r"\[[^\]]*\]", "", op.signature.split("(", 1)[1].split(")")[0])  # drop [M,K] shapes
     params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in params if p.default is p.empty]
     n_args = len([a for a in n_inputs.split(",") if "=" not in a])
@@ -279,8 +280,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
-    input case of the op (softmax adds -inf/overflow rows). ``quick`` checks only the first dtype, one seed and
-    two shapes. Returns a :class:`CheckReport` (truthy when everything passed).
+    input case of the op (softmax adds -inf/overflow rows). ``quick`` checks only the first dtype and one seed
+    (all shapes and cases). Returns a :class:`CheckReport` (truthy when everything passed).
     """
     if isinstance(fn, Variant):
         op = op or fn.op
@@ -302,8 +303,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
                                         (fn.dtypes if isinstance(fn, Variant) else (torch.float32,)))]
     shapes = list(shapes if shapes is not None else spec.check_shapes)
     cases = list(cases if cases is not None else spec.cases)
-    if quick:
-        all_dtypes, seeds, shapes = all_dtypes[:1], list(seeds)[:1], shapes[:2]
+    if quick:  # every ragged shape still runs: tails and partial tiles hide in different ones
+        all_dtypes, seeds = all_dtypes[:1], list(seeds)[:1]
     report = CheckReport(op=spec.name, name=name, cases=[])
     baseline = _torch_baseline(spec.name)
     for dt in all_dtypes:
