@@ -177,17 +177,41 @@ class CpuModule:
         self.options = tuple(options)
         self.checked = checked
         self.decls = _source.find_kernels(src.text)
-        if names is None:
-            names = []
-            for d in self.decls:
-                if not d.is_template and d.name not in names:
-                    names.append(d.name)
-        names = list(dict.fromkeys(list(names) + list(name_expressions)))
-        self.names = names
+        self._explicit = names
+        self._name_expressions = tuple(name_expressions)
+        self._discovered = False
+        self.names: list[str] = []
         self._lib: ctypes.CDLL | None = None
         self.kernels: dict[str, KernelInfo] = {}
 
     # -- build
+    def _discover(self, cxx: str, flags: list[str]) -> None:
+        """Find the kernels, running the preprocessor when macros generate some of them."""
+        if self._discovered:
+            return
+        wanted = list(self._explicit or []) + list(self._name_expressions)
+        missing = [n for n in wanted if not any(d.name == n.split("<")[0].strip() for d in self.decls)]
+        if missing or not self.decls or _source.global_in_macro(self.source.text):
+            self.decls += [d for d in self._preprocessed_decls(cxx, flags)
+                           if not any(d.name == e.name for e in self.decls)]
+        names = list(self._explicit) if self._explicit is not None else list(
+            dict.fromkeys(d.name for d in self.decls if not d.is_template))
+        self.names = list(dict.fromkeys(names + list(self._name_expressions)))
+        self._discovered = True
+
+    def _preprocessed_decls(self, cxx: str, flags: list[str]) -> list[_source.KernelDecl]:
+        tu = ('#include "wb_cuda.h"\nextern int wb_user_code_begins_here;\n' +
+              _source.line_directive(self.source.display_name) + self.source.text + "\n")
+        with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="pp-") as td:
+            cpp = Path(td) / "kernel.cpp"
+            cpp.write_text(tu)
+            r = _run_compiler([cxx, "-E", "-P", "-std=c++17", "-DWB_DISCOVER=1", "-I", str(INCLUDE_DIR), *flags,
+                               str(cpp)], self.source.display_name)
+        if r.returncode != 0:
+            return []  # the real compile will report the error
+        text = r.stdout.split("wb_user_code_begins_here;", 1)[-1]
+        return _source.find_kernels(text, marker="__wb_global__")
+
     def _translation_unit(self) -> str:
         disp = self.source.display_name
         body = _source.rewrite_for_cpu(self.source.text, disp, self.checked)
@@ -202,6 +226,11 @@ class CpuModule:
         with _lock:
             if self._lib is not None:
                 return self
+            cxx = find_cxx()
+            flags, _ignored = translate_options(self.options)
+            if self.source.path:
+                flags.append("-I" + os.path.dirname(self.source.path))
+            self._discover(cxx, flags)
             for n in self.names:
                 base = n.split("<")[0].strip()
                 if not any(d.name == base for d in self.decls):
@@ -209,10 +238,6 @@ class CpuModule:
                     raise CompileError(
                         f"kernel {n!r} is not defined in {self.source.display_name} "
                         f"(__global__ functions found: {avail})")
-            cxx = find_cxx()
-            flags, _ignored = translate_options(self.options)
-            if self.source.path:
-                flags.append("-I" + os.path.dirname(self.source.path))
             if self.checked:
                 flags.append("-DWB_CHECKED=1")
             tu = self._translation_unit()
