@@ -62,8 +62,11 @@ def test_bench_writes_json_and_html(cli):
     recs = doc["records"]
     assert recs
     names = {rec["variant"] for rec in recs}
-    assert {"torch_add", "triton_block", "numba_grid"} <= names, names
+    assert "torch_add" in names, names
     assert not any(n.startswith("wrong_") for n in names), "known-wrong kernels must not be benchmarked"
+    # emulated variants are either timed (labelled emulated) or, by default, checked and reported as not timed
+    for name in ("triton_block", "numba_grid"):
+        assert name in names or re.search(rf"^checked vecadd/{name} float32: pass", r.stdout, re.M), r.stdout
     for rec in recs:
         assert rec["op"] == "vecadd" and rec["emulated"] is True
         assert rec["tflops"] is None and rec["gbps"] is None and rec["pct_peak"] is None
