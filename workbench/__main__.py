@@ -72,8 +72,13 @@ def doctor() -> str:
     return "\n".join(lines)
 
 
-def run_bench(op: str | None, quick: bool, out: Path | None, command: str) -> tuple[list[dict], list[str]]:
-    """Check, then time, every variant that runs here; return (records, notes)."""
+def run_bench(op: str | None, quick: bool, out: Path | None, command: str, include_emulated: bool = False
+              ) -> tuple[list[dict], list[str]]:
+    """Check every variant that runs here, then time those that run natively; return (records, notes).
+
+    In cpu mode only torch runs natively; emulated variants are checked but timed only with ``include_emulated``
+    (their times measure the emulator, and are labelled so).
+    """
     from workbench.checker import check
     from workbench.timer import bench
 
@@ -90,6 +95,9 @@ def run_bench(op: str | None, quick: bool, out: Path | None, command: str) -> tu
                 rep = check(v, dtypes=[dt], quick=True)
                 if not rep.ok:
                     notes.append(f"FAIL {name}/{v.name}: not timed\n{rep.summary()}")
+                    continue
+                if not v.native and not include_emulated:
+                    notes.append(f"checked {name}/{v.name} {rep.cases[0].dtype}: pass; not timed (emulated here)")
                     continue
                 for shape in shapes:
                     if not v.runs_here(dt, shape):
@@ -139,18 +147,24 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workbench", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("doctor", help="print the mode, GPU, versions and how each backend runs here")
-    b = sub.add_parser("bench", help="check, then time, every variant that runs here; write JSON and HTML")
+    b = sub.add_parser("bench", help="check every variant that runs here, time those that run natively; "
+                                     "write JSON and HTML")
     b.add_argument("--op", help=f"one op (default: all of {workbench.ops()})")
     b.add_argument("--quick", action="store_true", help="a few shapes per op (gpu mode)")
     b.add_argument("--out", type=Path, help="JSON file to write (an .html report is written beside it)")
+    b.add_argument("--include-emulated", action="store_true",
+                   help="cpu mode: also time emulated variants (labelled emulated; never GPU performance)")
     args = p.parse_args(argv)
     if args.cmd == "doctor":
         print(doctor())
         return 0
     if args.op:
-        workbench.get_op(args.op)  # unknown op: clear error before any work
+        try:
+            workbench.get_op(args.op)  # unknown op: one clear line before any work
+        except KeyError as e:
+            p.error(str(e.args[0]))
     command = "python -m workbench " + " ".join(argv if argv is not None else sys.argv[1:])
-    records, notes = run_bench(args.op, args.quick, args.out, command)
+    records, notes = run_bench(args.op, args.quick, args.out, command, args.include_emulated)
     for n in notes:
         print(n)
     if args.out:

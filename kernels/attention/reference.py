@@ -56,13 +56,13 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     return tuple(randn(s, dtype, g, device) for s in ((b, h, sq, d), (b, h, sk, d), (b, h, sk, d)))
 
 
-def flops(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool = False) -> float:
+def flops(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool = False, scale: float | None = None) -> float:
     f = 4.0 * B * H * Sq * Sk * D
     return f / 2 if causal else f
 
 
-def nbytes(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool = False, dtype: torch.dtype = torch.float32
-           ) -> float:
+def nbytes(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool = False, scale: float | None = None,
+           dtype: torch.dtype = torch.float32) -> float:
     # q and o are [B,H,Sq,D], k and v [B,H,Sk,D]: the O(N) traffic of a fused kernel.
     return (2 * Sq + 2 * Sk) * B * H * D * elem_size(dtype)
 
