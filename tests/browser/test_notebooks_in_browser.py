@@ -1,0 +1,64 @@
+"""Run every notebook in JupyterLab in headless Chromium and check what a learner would see.
+
+nbval proves that cells execute; this proves they render: no traceback or error output, every plotly
+figure drawn with data, every widget rendered (no "Loading widget..." / "Error displaying widget" / error
+view), no console errors from the page's own code, and one control per notebook (a slider, else a
+dropdown) that changes a figure's data. A full-page screenshot of each notebook goes to out/browser/.
+
+The planted-fault fixtures (tests/browser/fixtures/) go through the same ``run_notebook`` judgement and must
+fail it, each for its own reason; the healthy fixture must pass it, interaction included.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from nbbrowser import REPO, NotebookRun, run_notebook
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOKS = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "notebooks").glob("*.ipynb"))
+FIXTURES = Path(__file__).parent.joinpath("fixtures").relative_to(REPO).as_posix()
+
+
+def _report(run: NotebookRun) -> str:
+    lines = [run.summary()] + [f"  - {f}" for f in run.failures]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[Path(n).stem for n in NOTEBOOKS])
+def test_notebook_renders_and_reacts(notebook, lab_server, browser, record_run):
+    """Run the notebook through the JupyterLab UI; it must render cleanly and a control must move a figure."""
+    run = run_notebook(browser, lab_server, notebook)
+    record_run(run)
+    print(_report(run))
+    assert not run.failures, _report(run)
+    assert run.interaction, f"{notebook}: no control was changed"
+
+
+def test_healthy_fixture_passes(lab_server, browser, record_run):
+    """Pass a notebook with a FigureWidget driven by a slider and a static figure (the pass path works)."""
+    run = run_notebook(browser, lab_server, f"{FIXTURES}/healthy.ipynb")
+    record_run(run)
+    print(_report(run))
+    assert not run.failures, _report(run)
+    assert run.plots == 2, _report(run)
+    assert run.interaction and "moved slider 'size'" in run.interaction, _report(run)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [
+        ("fault_cell_raises", "raised RuntimeError: planted fault: this cell raises"),
+        ("fault_widget_model", "widget(s) failed to render: Failed to load model class 'MissingModel'"),
+        ("fault_figure_render", "displays 1 plotly figure(s) but only 0 rendered with data"),
+    ],
+)
+def test_planted_fault_fails_the_check(fixture, expected, lab_server, browser, record_run):
+    """Fail the same judgement as the real notebooks on a notebook with one planted fault, for that reason."""
+    run = run_notebook(browser, lab_server, f"{FIXTURES}/{fixture}.ipynb")
+    record_run(run)
+    print(_report(run))
+    assert run.failures, f"the planted fault in {fixture} went unnoticed:\n{_report(run)}"
+    assert any(expected in f for f in run.failures), f"expected a failure containing {expected!r}:\n{_report(run)}"
