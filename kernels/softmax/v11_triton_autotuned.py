@@ -1,0 +1,47 @@
+"""Softmax in Triton, autotuned: rows per program and warps for short rows, chunk size for long rows."""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from workbench import MODE, empty_like, register
+
+from .v9_triton_fused import softmax_fused_kernel
+from .v10_triton_online import softmax_online_kernel
+
+FUSED_MAX_N = 2**14  # up to 16K elements the fused kernel wins; beyond, the looped one
+FUSED_CONFIGS = [triton.Config({"ROWS": r}, num_warps=w) for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)]
+ONLINE_CONFIGS = [triton.Config({"BLOCK_N": b}, num_warps=w, num_stages=s)
+                  for b in (2048, 4096, 8192) for w in (4, 8, 16) for s in (2, 3)]
+
+
+def _prune_fused(configs: list, named_args: dict, **kw) -> list:
+    keep = [c for c in configs if c.kwargs["ROWS"] * kw["BLOCK_N"] <= 16384]  # <= 64 KB of fp32 per program
+    return keep or configs[:1]
+
+
+# The interpreter (cpu mode) cannot time configs: the autotuner would "benchmark" each one with the emulator.
+# With one config triton.autotune skips benchmarking, so cpu mode keeps the first; a GPU tunes them all.
+_fused = triton.autotune(FUSED_CONFIGS if MODE == "gpu" else FUSED_CONFIGS[:1], key=["N"],
+                         prune_configs_by={"early_config_prune": _prune_fused})(softmax_fused_kernel)
+_online = triton.autotune(ONLINE_CONFIGS if MODE == "gpu" else ONLINE_CONFIGS[:1], key=["N"])(softmax_online_kernel)
+
+
+def _spec() -> dict:
+    return {"kind": "triton", "fn": softmax_fused_kernel,
+            "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32", "ROWS": "constexpr",
+                          "BLOCK_N": "constexpr"},
+            "constexprs": {"ROWS": 4, "BLOCK_N": 4096}, "num_warps": 8, "num_stages": 1}
+
+
+@register("softmax", "triton_autotuned", backend="triton", inspect_spec=_spec,
+          idea="Triton autotuned on N: fused rows (ROWS x warps) up to 16K, looped online (chunk x warps) beyond.")
+def triton_autotuned(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.shape
+    out = empty_like(x)
+    if n <= FUSED_MAX_N:
+        _fused[lambda meta: (triton.cdiv(m, meta["ROWS"]),)](x, out, m, n, BLOCK_N=triton.next_power_of_2(n))
+    else:
+        _online[(m,)](x, out, n)
+    return out

@@ -1,0 +1,45 @@
+"""Softmax in Numba, naive: one thread per row, three passes over the row (max, sum of exp, write)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from numba import cuda, float32
+
+from workbench import MODE, empty_like, register
+from workbench.interop import to_numba
+
+THREADS = 128  # rows per block
+CPU_MAX_N = 4096  # Numba's simulator runs one OS thread per CUDA thread: keep emulated rows short
+
+
+@cuda.jit
+def softmax_three_pass(x, out, m, n):
+    r = cuda.grid(1)  # one thread per row
+    if r < m:
+        mx = float32(-math.inf)
+        for j in range(n):  # pass 1: the row max, so exp never overflows
+            mx = max(mx, float32(x[r, j]))
+        s = float32(0.0)
+        for j in range(n):  # pass 2: the sum of exp(x - max); an all -inf row gives NaN, as torch
+            s += math.exp(float32(x[r, j]) - mx)
+        for j in range(n):  # pass 3: normalise and write (a third read of the row)
+            out[r, j] = math.exp(float32(x[r, j]) - mx) / s
+
+
+def cpu_limit(shape: dict) -> str | None:
+    """Refuse long rows in cpu mode, where the Numba simulator is too slow for them."""
+    if MODE == "cpu" and shape["N"] > CPU_MAX_N:
+        return (f"softmax numba variants: N <= {CPU_MAX_N} in cpu mode (the Numba simulator runs one OS thread "
+                f"per CUDA thread), got N={shape['N']}; on a GPU any N runs")
+    return None
+
+
+@register("softmax", "numba_three_pass", backend="numba", dtypes=("float32", "float16"),
+          supports=cpu_limit, idea="Numba: one thread per row, three passes (max, sum, write); each load uncoalesced.")
+def numba_three_pass(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.shape
+    out = empty_like(x)
+    softmax_three_pass[(m + THREADS - 1) // THREADS, THREADS](to_numba(x), to_numba(out), m, n)
+    return out
