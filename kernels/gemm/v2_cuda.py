@@ -1,0 +1,85 @@
+"""GEMM in CUDA C through workbench.cuda.RawKernel: eight SIMT steps from naive to warptiling, then tensor cores.
+
+Each SIMT ``.cu`` file (in ``cu/``) exports one kernel body as ``<name>_f32/_f16/_bf16`` (fp32 accumulation);
+``cu/gemm_common.cuh`` holds the conversions and the guarded 4-wide loads. A host-side flag ``vec`` says whether
+K and N are multiples of 4 and the pointers aligned, so the kernels may use LDG.128/STG.128; ragged edges take a
+guarded scalar path. On a GPU they run through cupy; in cpu mode the same source runs on the CPU engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from workbench import empty, register
+from workbench.interop import to_raw
+
+CU = Path(__file__).with_name("cu")
+_SUFFIX = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_kernels: dict = {}
+
+
+def kernel(cu_file: str, name: str):
+    """Return (and cache) the RawKernel ``name`` of ``cu/<cu_file>``."""
+    from workbench import cuda
+
+    key = (cu_file, name)
+    if key not in _kernels:
+        _kernels[key] = cuda.RawKernel(CU / cu_file, name)
+    return _kernels[key]
+
+
+def _aligned(*ts: torch.Tensor, nbytes: int = 16) -> bool:
+    return all(t.data_ptr() % nbytes == 0 for t in ts)
+
+
+def _launcher(cu_file: str, base: str, tile: tuple[int, int], block: tuple[int, ...],
+              grid_rows_first: bool = False) -> Callable:
+    """Return gemm(a, b) launching ``base_<dtype>`` over ceil(M/tile_m) x ceil(N/tile_n) blocks."""
+    tm, tn = tile
+
+    def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        m, k = a.shape
+        n = b.shape[1]
+        c = empty((m, n), a.dtype, a.device)
+        vec = int(k % 4 == 0 and n % 4 == 0 and _aligned(a, b, c))
+        gm, gn = (m + tm - 1) // tm, (n + tn - 1) // tn
+        grid = (gm, gn) if grid_rows_first else (gn, gm)
+        kernel(cu_file, f"{base}_{_SUFFIX[a.dtype]}")(
+            grid, block, (to_raw(a), to_raw(b), to_raw(c), np.int32(m), np.int32(n), np.int32(k), np.int32(vec)))
+        return c
+
+    return gemm
+
+
+def _spec(cu_file: str, name: str) -> Callable[[], dict]:
+    return lambda: {"kind": "cuda", "code": CU / cu_file, "name": name, "options": ()}
+
+
+def _simt(name: str, cu_file: str, base: str, tile: tuple[int, int], block: tuple[int, ...], *, idea: str,
+          rows_first: bool = False) -> None:
+    fn = _launcher(cu_file, base, tile, block, rows_first)
+    fn.__name__ = name
+    register("gemm", name, backend="cuda", cu_file=f"cu/{cu_file}", idea=idea,
+             inspect_spec=_spec(cu_file, f"{base}_f32"))(fn)
+
+
+_simt("cuda_naive", "sgemm_naive.cu", "sgemm_naive", (16, 16), (16, 16), rows_first=True,
+      idea="One thread per output, threadIdx.x over rows: every warp load is 32 separate sectors.")
+_simt("cuda_coalesced", "sgemm_coalesced.cu", "sgemm_coalesced", (8, 32), (32, 8),
+      idea="threadIdx.x over columns: a warp reads 128 contiguous bytes of b and writes 128 of c.")
+_simt("cuda_smem", "sgemm_smem.cu", "sgemm_smem", (32, 32), (32, 32),
+      idea="32x32 tiles of a and b in shared memory: each global load is reused 32 times.")
+_simt("cuda_1d_blocktile", "sgemm_1d_blocktile.cu", "sgemm_1d_blocktile", (64, 64), (512,),
+      idea="64x64 block tile, each thread a column of 8 results: 8 FMAs per shared load of b.")
+_simt("cuda_2d_blocktile", "sgemm_2d_blocktile.cu", "sgemm_2d_blocktile", (128, 128), (256,),
+      idea="128x128 block tile, each thread an 8x8 register tile: 64 FMAs per 16 shared loads.")
+_simt("cuda_vectorized", "sgemm_vectorized.cu", "sgemm_vectorized", (128, 128), (256,),
+      idea="v5 with 128-bit loads/stores everywhere and a transposed a tile (LDG.128, LDS.128, STG.128).")
+_simt("cuda_nobank", "sgemm_nobank.cu", "sgemm_nobank", (128, 128), (256,),
+      idea="v6 without bank conflicts: a padded transposed a tile and split 4-wide column groups for b.")
+_simt("cuda_warptile", "sgemm_warptile.cu", "sgemm_warptile", (128, 128), (128,),
+      idea="Block, warp and thread tiles (128x128 / 64x64 / 8x4 x4): CUTLASS-style SIMT SGEMM.")
