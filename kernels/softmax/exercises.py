@@ -1,0 +1,77 @@
+"""softmax exercises: a warp-shuffle reduction in CUDA C, the online-softmax recurrence, a fused Triton row."""
+
+from workbench.drills import register_exercise
+
+SMALL = [{"M": 1, "N": 1}, {"M": 5, "N": 33}, {"M": 3, "N": 1025}]
+
+register_exercise(
+    "softmax-warp-shuffle",
+    title="Warp-shuffle reductions in CUDA C: one warp per row",
+    op="softmax",
+    here=__file__,
+    starter="ex_warp_starter.py",
+    solution="ex_warp_solution.py",
+    entry="softmax",
+    statement="""
+Each row is handled by one warp of 32 threads: lane `l` reads elements `l, l+32, l+64, ...` (coalesced) and keeps
+its own partial max and partial sum. Complete `warp_max` and `warp_sum` so that every lane ends up with the value
+of the **whole warp**, using `__shfl_xor_sync`: in five butterfly steps (lanes 16, 8, 4, 2, 1 apart) each lane
+combines its value with its partner's. No shared memory, no `__syncthreads()`.
+""",
+    hints=[
+        "__shfl_xor_sync(0xffffffffu, v, off) returns v from the lane whose index is yours XOR off.",
+        "for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));",
+        "warp_sum is the same loop with v += ... . After 5 steps all 32 lanes hold the same result.",
+    ],
+    shapes=SMALL,
+    dtypes=("float32",),
+    seeds=(0,),
+)
+
+register_exercise(
+    "softmax-online",
+    title="Online softmax: the max and the sum in one pass",
+    op="softmax",
+    here=__file__,
+    starter="ex_online_starter.py",
+    solution="ex_online_solution.py",
+    entry="softmax",
+    statement="""
+The kernel reads each row in chunks of `BLOCK_N` and keeps a running max `m` and a running sum `s` of
+`exp(x - m)`. When a chunk raises the max from `m` to `m_new`, every term already in `s` was computed against the
+old max. Fix the update so that after each chunk `s == sum(exp(x_seen - m_new))`. This recurrence is the heart of
+FlashAttention (notebook 03).
+""",
+    hints=[
+        "exp(x - m_new) = exp(x - m) * exp(m - m_new): the old sum must be multiplied by exp(m - m_new).",
+        "s = s * tl.exp(m - ref) + tl.sum(tl.exp(x - ref), axis=0), where ref is m_new (0 while everything is -inf).",
+    ],
+    shapes=SMALL,
+    dtypes=("float32", "float16"),
+    seeds=(0,),
+)
+
+register_exercise(
+    "softmax-triton-row",
+    title="A fused softmax row in Triton",
+    op="softmax",
+    here=__file__,
+    starter="ex_row_starter.py",
+    solution="ex_row_solution.py",
+    entry="softmax",
+    statement="""
+One program per row, the whole row in registers (`BLOCK_N` is the next power of two >= N): load it once, compute
+max, exp, sum and divide in float32, and store once. That is 2 x N elements of DRAM traffic, the minimum.
+The checker includes rows with -inf entries, a row near 1e4 (overflows without the max) and an all -inf row
+(which must give NaN, like torch.softmax).
+""",
+    hints=[
+        "mask = cols < N; load with other=-float('inf') so padding lanes add exp(-inf) = 0 to the sum.",
+        "x = tl.load(x_ptr + row * N + cols, mask=mask, other=-float('inf')).to(tl.float32); "
+        "e = tl.exp(x - tl.max(x, axis=0))",
+        "tl.store(y_ptr + row * N + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=mask)",
+    ],
+    shapes=SMALL,
+    dtypes=("float32", "float16"),
+    seeds=(0,),
+)

@@ -1,0 +1,123 @@
+"""softmax: every variant against the float64 reference (fp32, fp16, bf16 where it runs), known-wrong kernels,
+long rows, exercises and bad input."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+import workbench as wb
+from tests.conftest import CPU_MODE, cuda_engine_ready
+
+# Short rows for everything; N = 1 and lengths that are not multiples of the 16-byte vector (4 fp32, 8 fp16).
+SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1023}, {"M": 3, "N": 1030}]
+NUMBA_SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 3, "N": 130}]  # the simulator is slow
+LONG = [{"M": 2, "N": 2**17}, {"M": 3, "N": 8195}]  # for the long-row variants
+LONG_ROW_VARIANTS = ("cuda_block", "cuda_vec", "cuda_rows", "triton_online", "triton_autotuned")
+
+
+def _names() -> list[str]:
+    return [v.name for v in wb.variants("softmax")]
+
+
+def _skip_cuda(v: wb.Variant) -> None:
+    if v.backend == "cuda" and cuda_engine_ready():
+        pytest.skip(cuda_engine_ready())
+
+
+@functools.cache
+def _report(name: str, long: bool = False) -> wb.CheckReport:
+    v = wb.variant("softmax", name)
+    if long:
+        return wb.check(v, shapes=LONG, dtypes=("float32", "float16"), seeds=(0,), cases=("random", "edge"))
+    shapes = NUMBA_SHAPES if v.backend == "numba" and CPU_MODE else SHAPES
+    return wb.check(v, shapes=shapes, seeds=(0, 1))
+
+
+def test_variants_registered_in_teaching_order():
+    names = _names()
+    assert names[0] == "torch_softmax"
+    for a, b in [("numba_three_pass", "numba_block_tree"), ("cuda_naive", "cuda_online"), ("cuda_online", "cuda_warp"),
+                 ("cuda_warp", "cuda_block"), ("cuda_block", "cuda_vec"), ("cuda_vec", "cuda_rows"),
+                 ("triton_fused", "triton_online"), ("triton_online", "triton_autotuned")]:
+        assert names.index(a) < names.index(b)
+    for v in wb.variants("softmax"):
+        if v.backend in ("cuda", "triton"):
+            assert v.inspect_spec is not None, v.name
+            assert v.inspect_spec()["kind"] == v.backend
+        if v.backend == "cuda":
+            assert v.cu_file is not None and v.cu_file.exists()
+
+
+@pytest.mark.parametrize("name", _names())
+def test_variant_passes_checker(name):
+    v = wb.variant("softmax", name)
+    _skip_cuda(v)
+    rep = _report(name)
+    assert rep.ok, rep.summary()
+    dts = {c.dtype for c in rep.cases}
+    assert {"float32", "float16"} <= dts, f"{name} was not checked in fp32 and fp16: {dts}"
+    assert {c.case for c in rep.cases} == {"random", "edge"}
+    if v.backend == "cuda" or not CPU_MODE:
+        assert "bfloat16" in dts
+
+
+@pytest.mark.parametrize("name", LONG_ROW_VARIANTS)
+def test_long_rows(name):
+    v = wb.variant("softmax", name)
+    _skip_cuda(v)
+    rep = _report(name, long=True)
+    assert rep.ok, rep.summary()
+    assert any(c.shape["N"] == 2**17 for c in rep.cases)
+
+
+@pytest.mark.skipif(not CPU_MODE, reason="cpu-mode limits")
+def test_cpu_mode_refusals_say_why():
+    why = wb.variant("softmax", "numba_block_tree").why_not_here("float32", {"M": 2, "N": 2**17})
+    assert why and "simulator" in why
+    why = wb.variant("softmax", "triton_fused").why_not_here("float32", {"M": 2, "N": 2**17})
+    assert why and "triton_online" in why
+
+
+def test_known_wrong_kernels_get_their_diagnosis():
+    wrong = wb.known_wrong("softmax")
+    assert {"wrong_unwritten_rows", "wrong_zero_empty_rows"} <= {v.name for v in wrong}
+    for v in wrong:
+        shapes = NUMBA_SHAPES if v.backend == "numba" else SHAPES
+        rep = wb.check(v, shapes=shapes, dtypes=("float32",), seeds=(0,))
+        assert not rep.ok, v.name
+        assert rep.diagnosis == v.expected_diagnosis, (v.name, rep.summary())
+
+
+@pytest.mark.parametrize("bad", ["1d", "3d", "int", "float64", "meta", "noncontig"])
+def test_bad_input_raises_op_error(bad):
+    x = torch.randn(4, 8)
+    arg = {"1d": x[0], "3d": x[None], "int": x.to(torch.int32), "float64": x.double(),
+           "meta": torch.empty(4, 8, device="meta"), "noncontig": x.t()}[bad]
+    for name in ("torch_softmax", "triton_fused"):
+        with pytest.raises(wb.OpError, match="softmax"):
+            wb.variant("softmax", name)(arg)
+    with pytest.raises(wb.OpError, match="softmax"):
+        wb.reference("softmax")(arg)
+
+
+EXERCISES = ["softmax-warp-shuffle", "softmax-online", "softmax-triton-row"]
+
+
+@pytest.mark.parametrize("ex_id", EXERCISES)
+def test_exercise_solution_passes_and_starter_fails(ex_id, capsys):
+    from workbench.drills import load_function
+
+    ex = wb.exercise(ex_id)
+    if "cuda" in ex_id or "shuffle" in ex_id:
+        if cuda_engine_ready():
+            pytest.skip(cuda_engine_ready())
+    assert len(ex.hints) >= 2
+    good = ex.check(load_function(ex.solution_file, ex.entry))
+    assert good.ok, good.summary()
+    bad = ex.check(load_function(ex.starter_file, ex.entry))
+    assert not bad.ok
+    out = capsys.readouterr().out
+    assert "Correct" in out and ("Not yet" in out or "Almost" in out)
