@@ -1,0 +1,65 @@
+"""rmsnorm: the contract, every variant against the float64 reference, long rows and bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import workbench as wb
+from tests.conftest import CPU_MODE, cuda_engine_ready
+
+SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1024}, {"M": 3, "N": 1030}]
+
+
+def test_registered():
+    assert "rmsnorm" in wb.ops()
+    names = [v.name for v in wb.variants("rmsnorm")]
+    assert names[0] == "torch_rms_norm" and {"triton_fused", "cuda_vec"} <= set(names)
+    spec = wb.get_op("rmsnorm")
+    assert spec.bytes(M=2, N=8, dtype="float16") == (2 * 2 * 8 + 8) * 2
+
+
+def test_reference_matches_formula():
+    x, w = wb.make_inputs("rmsnorm", M=3, N=10, seed=0)
+    xd = x.double()
+    want = xd / torch.sqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * w.double()
+    torch.testing.assert_close(wb.reference("rmsnorm")(x, w), want)
+    got = wb.reference("rmsnorm")(x, w, eps=0.5)
+    assert not torch.allclose(got, want)
+
+
+@pytest.mark.parametrize("name", [v.name for v in wb.variants("rmsnorm")])
+def test_variant_passes_checker(name):
+    v = wb.variant("rmsnorm", name)
+    if v.backend == "cuda" and cuda_engine_ready():
+        pytest.skip(cuda_engine_ready())
+    rep = wb.check(v, shapes=SHAPES, seeds=(0, 1))
+    assert rep.ok, rep.summary()
+    dts = {c.dtype for c in rep.cases}
+    assert {"float32", "float16"} <= dts
+    assert {c.case for c in rep.cases} == {"random", "large"}
+    if v.backend == "cuda" or not CPU_MODE:
+        assert "bfloat16" in dts
+    long = wb.check(v, shapes=[{"M": 2, "N": 2**16}, {"M": 2, "N": 8200}], dtypes=("float32", "float16"), seeds=(0,))
+    assert long.ok, long.summary()
+
+
+def test_eps_is_passed_through():
+    x, w = wb.make_inputs("rmsnorm", M=2, N=64, seed=0)
+    ref = wb.reference("rmsnorm")(x, w, eps=10.0)
+    for v in wb.variants("rmsnorm"):
+        if v.backend == "cuda" and cuda_engine_ready():
+            continue
+        torch.testing.assert_close(v(x, w, eps=10.0).double(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", ["1d", "int", "meta", "noncontig", "w_len", "w_dtype", "eps"])
+def test_bad_input_raises_op_error(bad):
+    x, w = torch.randn(4, 8), torch.randn(8)
+    args, kw = {"1d": ((x[0], w), {}), "int": ((x.to(torch.int32), w), {}),
+                "meta": ((torch.empty(4, 8, device="meta"), w), {}), "noncontig": ((torch.randn(8, 4).t(), w), {}),
+                "w_len": ((x, torch.randn(7)), {}), "w_dtype": ((x, w.half()), {}),
+                "eps": ((x, w), {"eps": -1.0})}[bad]
+    for name in ("torch_rms_norm", "triton_fused"):
+        with pytest.raises(wb.OpError, match="rmsnorm"):
+            wb.variant("rmsnorm", name)(*args, **kw)
