@@ -83,3 +83,37 @@ _simt("cuda_nobank", "sgemm_nobank.cu", "sgemm_nobank", (128, 128), (256,),
       idea="v6 without bank conflicts: a padded transposed a tile and split 4-wide column groups for b.")
 _simt("cuda_warptile", "sgemm_warptile.cu", "sgemm_warptile", (128, 128), (128,),
       idea="Block, warp and thread tiles (128x128 / 64x64 / 8x4 x4): CUTLASS-style SIMT SGEMM.")
+
+
+# ------------------------------------------------------------------------------------------------- tensor cores
+@register("gemm", "cuda_wmma", backend="cuda", cu_file="cu/hgemm_wmma.cu", dtypes=("float16", "bfloat16"),
+          inspect_spec=_spec("hgemm_wmma.cu", "hgemm_wmma_f16"),
+          idea="Tensor cores via nvcuda::wmma: 16x16x16 fp16/bf16 fragments, fp32 accumulators, 64x64 per block.")
+def cuda_wmma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    n = b.shape[1]
+    c = empty((m, n), a.dtype, a.device)
+    grid = ((n + 63) // 64, (m + 63) // 64)
+    kernel("hgemm_wmma.cu", f"hgemm_wmma_{_SUFFIX[a.dtype]}")(
+        grid, (128,), (to_raw(a), to_raw(b), to_raw(c), np.int32(m), np.int32(n), np.int32(k)))
+    return c
+
+
+MMA_SMEM = 3 * (128 * 40 + 32 * 136) * 2  # bytes: 3 stages of a (128x40) and b (32x136) halves = 58,368
+
+
+@register("gemm", "cuda_mma_sync", backend="cuda", cu_file="cu/hgemm_mma_sync.cu", dtypes=("float16", "bfloat16"),
+          gpu_only=True, gpu_note="inline PTX: mma.sync, ldmatrix and cp.async (sm_80+)",
+          inspect_spec=_spec("hgemm_mma_sync.cu", "hgemm_mma_sync_f16"),
+          idea="mma.sync m16n8k16 from ldmatrix fragments, a 3-stage cp.async pipeline, 128x128x32 tiles.")
+def cuda_mma_sync(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    n = b.shape[1]
+    c = empty((m, n), a.dtype, a.device)
+    vec = int(k % 8 == 0 and n % 8 == 0 and _aligned(a, b))
+    fn = kernel("hgemm_mma_sync.cu", f"hgemm_mma_sync_{_SUFFIX[a.dtype]}")
+    fn.max_dynamic_shared_size_bytes = MMA_SMEM  # above the 48 KiB default: opt in
+    grid = ((n + 127) // 128, (m + 127) // 128)
+    fn(grid, (256,), (to_raw(a), to_raw(b), to_raw(c), np.int32(m), np.int32(n), np.int32(k), np.int32(vec)),
+       shared_mem=MMA_SMEM)
+    return c

@@ -70,8 +70,8 @@ def grouped_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.conste
     # down a column of GROUP_M tiles before moving right, so they share GROUP_M row-panels of a and one column
     # panel of b in L2. Row-major order would stream a whole row of b panels through L2 for every tile-row.
     pid = tl.program_id(0)
-    n_m = tl.cdiv(M, BM)
-    n_n = tl.cdiv(N, BN)
+    n_m = (M + BM - 1) // BM
+    n_n = (N + BN - 1) // BN
     per_group = GROUP_M * n_n
     group = pid // per_group
     first_m = group * GROUP_M
@@ -174,9 +174,9 @@ def persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl
     # every tile load a TMA copy (one thread issues a bulk global->shared transfer; out-of-bounds reads give 0),
     # which frees registers and warps for wgmma. Descriptors built on the device need a scratch allocator.
     start = tl.program_id(0)
-    n_m = tl.cdiv(M, BM)
-    n_n = tl.cdiv(N, BN)
-    n_k = tl.cdiv(K, BK)
+    n_m = (M + BM - 1) // BM
+    n_n = (N + BN - 1) // BN
+    n_k = (K + BK - 1) // BK
     num_tiles = n_m * n_n
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])

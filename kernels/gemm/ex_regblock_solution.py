@@ -1,0 +1,42 @@
+import torch
+from numba import cuda, float32
+
+import workbench as wb
+from workbench.interop import to_numba
+
+T = 2  # each thread computes a T x T = 2 x 2 block of c
+THREADS = 8  # 8 x 8 threads per block -> a 16 x 16 tile of c
+
+
+@cuda.jit
+def regblock_kernel(a, b, c, m, n, k):
+    acc = cuda.local.array((T, T), float32)
+    ra = cuda.local.array(T, float32)
+    rb = cuda.local.array(T, float32)
+    row0 = (cuda.blockIdx.y * THREADS + cuda.threadIdx.y) * T
+    col0 = (cuda.blockIdx.x * THREADS + cuda.threadIdx.x) * T
+    for i in range(T):
+        for j in range(T):
+            acc[i, j] = float32(0.0)
+    for kk in range(k):
+        for i in range(T):
+            ra[i] = float32(a[row0 + i, kk]) if row0 + i < m else float32(0.0)
+        for j in range(T):
+            rb[j] = float32(b[kk, col0 + j]) if col0 + j < n else float32(0.0)
+        for i in range(T):
+            for j in range(T):
+                acc[i, j] += ra[i] * rb[j]
+    for i in range(T):
+        for j in range(T):
+            if row0 + i < m and col0 + j < n:
+                c[row0 + i, col0 + j] = acc[i, j]
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    n = b.shape[1]
+    c = wb.empty((m, n), a.dtype, a.device)
+    tile = THREADS * T
+    grid = ((n + tile - 1) // tile, (m + tile - 1) // tile)
+    regblock_kernel[grid, (THREADS, THREADS)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
+    return c

@@ -1,0 +1,34 @@
+# ruff: noqa: F841, B007  (a starter: the TODOs will use these names)
+import torch
+from numba import cuda, float32
+
+import workbench as wb
+from workbench.interop import to_numba
+
+TILE = 16
+
+
+@cuda.jit
+def smem_kernel(a, b, c, m, n, k):
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)  # keep on its own line (the simulator aliases one-line pairs)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    col = cuda.blockIdx.x * TILE + tx
+    row = cuda.blockIdx.y * TILE + ty
+    acc = float32(0.0)
+    for k0 in range(0, k, TILE):
+        # TODO 1: sa[ty, tx] = a[row, k0 + tx] (0 when out of range); sb[ty, tx] = b[k0 + ty, col] (0 when out)
+        # TODO 2: a barrier, so the whole tile is loaded before anyone reads it
+        # TODO 3: acc += sa[ty, i] * sb[i, tx] for i in range(TILE)
+        # TODO 4: a barrier, so nobody overwrites the tile while others still read it
+        pass
+    # TODO 5: store acc to c[row, col] when (row, col) is inside c
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    n = b.shape[1]
+    c = wb.empty((m, n), a.dtype, a.device)  # poisoned (NaN) under the checker
+    grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
+    smem_kernel[grid, (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
+    return c
