@@ -55,8 +55,8 @@ def _launcher(cu_file: str, base: str, tile: tuple[int, int], block: tuple[int, 
     return gemm
 
 
-def _spec(cu_file: str, name: str) -> Callable[[], dict]:
-    return lambda: {"kind": "cuda", "code": CU / cu_file, "name": name, "options": ()}
+def _spec(cu_file: str, name: str, options: tuple = ()) -> Callable[[], dict]:
+    return lambda: {"kind": "cuda", "code": CU / cu_file, "name": name, "options": options}
 
 
 def _simt(name: str, cu_file: str, base: str, tile: tuple[int, int], block: tuple[int, ...], *, idea: str,
@@ -64,7 +64,7 @@ def _simt(name: str, cu_file: str, base: str, tile: tuple[int, int], block: tupl
     fn = _launcher(cu_file, base, tile, block, rows_first)
     fn.__name__ = name
     register("gemm", name, backend="cuda", cu_file=f"cu/{cu_file}", idea=idea,
-             inspect_spec=_spec(cu_file, f"{base}_f32"))(fn)
+             inspect_spec=_spec(cu_file, f"{base}_f32", ("-DGEMM_F32_ONLY",)))(fn)
 
 
 _simt("cuda_naive", "sgemm_naive.cu", "sgemm_naive", (16, 16), (16, 16), rows_first=True,
