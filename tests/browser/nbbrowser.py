@@ -19,10 +19,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -356,6 +358,15 @@ def judge(snapshot: dict) -> tuple[list[str], bool]:
     return failures, pending
 
 
+def _evaluate(page: Any, js: str) -> Any:
+    """Evaluate ``js`` in the page, first checking (with a timeout) that its main thread still answers.
+
+    ``page.evaluate`` itself has no timeout: on a page frozen by a huge figure it would wait forever.
+    """
+    page.wait_for_function("() => true", timeout=15_000)
+    return page.evaluate(js)
+
+
 def _console_failures(messages: list[str]) -> list[str]:
     return [f"browser console error: {m[:300]}" for m in messages if not any(p.search(m) for p in CONSOLE_ALLOW)]
 
@@ -375,7 +386,7 @@ _FIGURES_JS = r"""() => [...document.querySelectorAll('.jp-Notebook .jp-Cell-out
 
 
 def _figures(page: Any) -> list[dict[str, str] | None]:
-    return page.evaluate(_FIGURES_JS)
+    return _evaluate(page, _FIGURES_JS)
 
 
 def _changes(before: list, after: list) -> list[str]:
@@ -464,6 +475,65 @@ def _interact(page: Any) -> tuple[str | None, str | None]:
     return None, "; ".join(tried)
 
 
+def _renderer_pids() -> list[int]:
+    """Return the pids of Chromium renderer processes started (through playwright) by this process."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            todo.append(pid)
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"--type=renderer" in f.read():
+                        found.append(pid)
+            except OSError:
+                continue
+    return found
+
+
+class _Watchdog:
+    """Kill this process's Chromium renderers if a phase overruns its time.
+
+    A page frozen by its own JavaScript (a figure too big to draw) can block a playwright call for good:
+    in-page waits never get to run their timeout. Killing the renderer makes the blocked call fail at once
+    (the page "crashed"), so the run ends with a stall failure instead of hanging the suite. The browser
+    itself survives, and the next notebook gets a new page.
+    """
+
+    def __init__(self) -> None:
+        self._timer: threading.Timer | None = None
+        self.fired: str | None = None
+
+    def arm(self, phase: str, seconds: float) -> None:
+        """Restart the countdown for ``phase``."""
+        self.cancel()
+        self._timer = threading.Timer(seconds, self._fire, args=(phase, seconds))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        """Stop the countdown."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self, phase: str, seconds: float) -> None:
+        self.fired = f"the page stopped answering while it {phase} (renderer killed after {seconds:.0f}s)"
+        for pid in _renderer_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 @dataclass
 class NotebookRun:
     """What opening and running one notebook in the browser showed."""
@@ -489,9 +559,10 @@ class NotebookRun:
 
 def _full_page_screenshot(page: Any, path: Path) -> None:
     """Grow the viewport to the notebook's height (the notebook scrolls inside the page), then screenshot."""
-    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+    _evaluate(page, "() => window.jupyterapp.commands.execute('application:toggle-left-area')")
     page.wait_for_timeout(300)
-    extra = page.evaluate(
+    extra = _evaluate(
+        page,
         """() => {
       const s = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer');
       const cells = s ? s.querySelectorAll('.jp-Cell') : [];
@@ -508,8 +579,16 @@ def _full_page_screenshot(page: Any, path: Path) -> None:
     page.set_viewport_size(vp)
 
 
-def run_notebook(browser: Any, server: LabServer, rel_path: str, *, interact: bool = True) -> NotebookRun:
-    """Open ``rel_path`` (relative to the repo) in a new page, run all cells via the menu, judge the result."""
+def run_notebook(
+    browser: Any, server: LabServer, rel_path: str, *, interact: bool = True, run_timeout_s: float = RUN_TIMEOUT_S
+) -> NotebookRun:
+    """Open ``rel_path`` (relative to the repo) in a new page, run all cells via the menu, judge the result.
+
+    ``run_timeout_s`` bounds opening plus running all cells; past it (a frozen page, a hung kernel) the run
+    fails as stalled.
+    """
+    from playwright.sync_api import Error as PlaywrightError
+
     t0 = time.monotonic()
     run = NotebookRun(path=rel_path)
     nb_file = REPO / rel_path
@@ -528,47 +607,70 @@ def run_notebook(browser: Any, server: LabServer, rel_path: str, *, interact: bo
         stage[0] = now
 
     slug = re.sub(r"[^A-Za-z0-9]+", "-", rel_path).strip("-").lower()
+    stalled = False
+    watchdog = _Watchdog()
     try:
-        page.goto(f"{server.url}lab/workspaces/{slug}/tree/{rel_path}?reset", wait_until="domcontentloaded")
-        page.wait_for_function(_KERNEL_IDLE_JS, timeout=120_000, polling=250)
-        mark("open")
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-item:visible .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-        timed_out = False
         try:
-            page.wait_for_function(_RUN_DONE_JS, timeout=RUN_TIMEOUT_S * 1000, polling=500)
-        except Exception:  # playwright's TimeoutError
-            timed_out = True
-            snap = page.evaluate(_SNAPSHOT_JS)
-            busy = [_cell_name(c) for c in snap.get("cells", []) if "*" in c.get("prompt", "")]
+            watchdog.arm("opened the notebook and started its kernel", 150)
+            page.goto(f"{server.url}lab/workspaces/{slug}/tree/{rel_path}?reset", wait_until="domcontentloaded")
+            page.wait_for_function(_KERNEL_IDLE_JS, timeout=120_000, polling=250)
+            mark("open")
+            watchdog.arm("ran all cells", run_timeout_s + 10)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            run_all = page.locator(".lm-Menu-item:visible .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))
+            run_all.click(no_wait_after=True)
+            page.wait_for_function(_RUN_DONE_JS, timeout=run_timeout_s * 1000, polling=500)
+            mark("run")
+            watchdog.arm("rendered the outputs and reacted to a control", RENDER_SETTLE_S + 2 * INTERACT_TIMEOUT_S + 60)
+            deadline = time.monotonic() + RENDER_SETTLE_S
+            while True:
+                snap = _evaluate(page, _SNAPSHOT_JS)
+                failures, pending = judge(snap)
+                if not pending or time.monotonic() > deadline:
+                    break
+                page.wait_for_timeout(500)
+            run.failures += failures
+            cells = snap.get("cells", [])
+            run.cells = len(cells)
+            run.plots = sum(1 for c in cells for p in c["plots"] if p["drawn"] and p["traces"])
+            mark("render")
+            if interact:
+                run.interaction, problem = _interact(page)
+                if problem:
+                    run.failures.append(problem)
+                run.failures += [f for f in judge(_evaluate(page, _SNAPSHOT_JS))[0] if f not in run.failures]
+                mark("interact")
+        except PlaywrightError as e:
+            stalled = True
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            where = watchdog.fired or "the page did not answer"
+            if not watchdog.fired:
+                watchdog.arm("was asked which cells still run", 30)
+                try:  # the page still answers: the kernel is the slow one, so name the cells still running
+                    snap = _evaluate(page, _SNAPSHOT_JS)
+                    busy = [_cell_name(c) for c in snap.get("cells", []) if "*" in c.get("prompt", "")]
+                    where = f"still running: {busy or 'no cell marked [*]'}"
+                except PlaywrightError:
+                    where = watchdog.fired or "the page did not answer"
             run.failures.append(
-                f"the notebook did not finish within {RUN_TIMEOUT_S:.0f}s (page or kernel stalled); "
-                f"still running: {busy or 'no cell marked [*]'}"
+                f"the page or the kernel stalled: the notebook did not open, run (limit {run_timeout_s:.0f}s) "
+                f"and render in time; {where} ({first})"
             )
-        mark("run")
-        deadline = time.monotonic() + RENDER_SETTLE_S
-        while True:
-            snap = page.evaluate(_SNAPSHOT_JS)
-            failures, pending = judge(snap)
-            if not pending or time.monotonic() > deadline:
-                break
-            page.wait_for_timeout(500)
-        run.failures += failures
-        cells = snap.get("cells", [])
-        run.cells = len(cells)
-        run.plots = sum(1 for c in cells for p in c["plots"] if p["drawn"] and p["traces"])
-        mark("render")
-        if interact and not timed_out:
-            run.interaction, problem = _interact(page)
-            if problem:
-                run.failures.append(problem)
-            run.failures += [f for f in judge(page.evaluate(_SNAPSHOT_JS))[0] if f not in run.failures]
-            mark("interact")
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         run.screenshot = OUT_DIR / (Path(rel_path).stem + ".png")
-        _full_page_screenshot(page, run.screenshot)
+        watchdog.arm("was screenshotted", 60)
+        try:
+            if stalled:
+                page.screenshot(path=str(run.screenshot), timeout=10_000)
+            else:
+                _full_page_screenshot(page, run.screenshot)
+        except PlaywrightError as e:
+            run.screenshot = None
+            if not stalled:
+                run.failures.append(f"could not take the screenshot: {str(e).splitlines()[0]}")
         mark("screenshot")
     finally:
+        watchdog.cancel()
         context.close()
         server.shutdown_sessions()
     run.failures += _console_failures(console)

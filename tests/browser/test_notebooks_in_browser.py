@@ -62,3 +62,12 @@ def test_planted_fault_fails_the_check(fixture, expected, lab_server, browser, r
     print(_report(run))
     assert run.failures, f"the planted fault in {fixture} went unnoticed:\n{_report(run)}"
     assert any(expected in f for f in run.failures), f"expected a failure containing {expected!r}:\n{_report(run)}"
+
+
+def test_planted_stall_fails_instead_of_hanging(lab_server, browser, record_run):
+    """Fail, within a bounded time, on a notebook whose output freezes the page (stands in for a huge figure)."""
+    run = run_notebook(browser, lab_server, f"{FIXTURES}/fault_page_stalls.ipynb", run_timeout_s=15)
+    record_run(run)
+    print(_report(run))
+    assert any("the page or the kernel stalled" in f for f in run.failures), _report(run)
+    assert run.seconds < 120, _report(run)
