@@ -13,6 +13,7 @@ CUDA C goes through nvcc (PTX) and ptxas (cubin, ``-v`` resource report); Triton
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import os
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -309,6 +311,33 @@ def _ptx_target(ptx: str) -> str:
     return m.group(1) if m else "sm_90"
 
 
+@contextlib.contextmanager
+def _jit_stdlib() -> Iterator[None]:
+    """Compile mode for triton.language's own @jit helpers (tl.max, tl.sum, ...) while TRITON_INTERPRET=1.
+
+    Under the interpreter those helpers were decorated as InterpretedFunctions, which the compiler cannot call;
+    swap in JITFunctions of the same Python functions for the duration of one compile.
+    """
+    import sys
+
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    swapped: list[tuple[Any, str, Any]] = []
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("triton.language") or mod is None:
+            continue
+        for attr, val in list(vars(mod).items()):
+            if isinstance(val, InterpretedFunction):
+                swapped.append((mod, attr, val))
+                setattr(mod, attr, JITFunction(val.fn))
+    try:
+        yield
+    finally:
+        for mod, attr, val in swapped:
+            setattr(mod, attr, val)
+
+
 def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str]:
     """Return (ptx, ptxas log, sass, ttgir, shared bytes, entry name) of a Triton kernel for ``arch``."""
     import triton
@@ -339,7 +368,8 @@ def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str
         div16 = [k for k, v in sig.items() if str(v).startswith("*")]
     attrs = spec.get("attrs") or {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in div16}
     try:
-        k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=target, options=opts)
+        with _jit_stdlib():
+            k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=target, options=opts)
     except Exception as e:
         raise CompileError(f"triton.compile of {fn.__name__} for {arch} failed: {e}", str(e)) from e
     ptx = k.asm["ptx"]
