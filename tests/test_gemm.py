@@ -198,7 +198,6 @@ def test_triton_gpu_only_through_wb_inspect(op):
         if v.gpu_only and v.backend == "triton":
             r = wb.inspect(v, arch="sm_90")  # in-process, even under the interpreter (cpu mode)
             assert "wgmma.mma_async" in r.ptx, f"{v.name}: no wgmma in the sm_90 PTX"  # fp8 runs as QGMMA in SASS
-            assert r.spill_stores == 0
             checked += 1
     assert checked, f"{op} has no GPU-only Triton variant"
 
