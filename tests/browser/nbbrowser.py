@@ -48,7 +48,7 @@ CHROMIUM_ARGS = [
 # Seconds a notebook may take to run all its cells (cpu emulation is slow); override for slow machines.
 RUN_TIMEOUT_S = float(os.environ.get("WORKBENCH_BROWSER_TIMEOUT", "300"))
 # Seconds to wait, after the kernel went idle, for plots and widgets to finish rendering.
-RENDER_SETTLE_S = 20.0
+RENDER_SETTLE_S = 10.0
 # Seconds to wait for a figure to change after a control changed (the kernel recomputes it).
 INTERACT_TIMEOUT_S = 20.0
 
@@ -615,7 +615,7 @@ def run_notebook(
             page.goto(f"{server.url}lab/workspaces/{slug}/tree/{rel_path}?reset", wait_until="domcontentloaded")
             page.wait_for_function(_KERNEL_IDLE_JS, timeout=120_000, polling=250)
             mark("open")
-            watchdog.arm("ran all cells", run_timeout_s + 10)
+            watchdog.arm("ran all cells", run_timeout_s + 5)
             page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
             run_all = page.locator(".lm-Menu-item:visible .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))
             run_all.click(no_wait_after=True)
@@ -645,7 +645,7 @@ def run_notebook(
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             where = watchdog.fired or "the page did not answer"
             if not watchdog.fired:
-                watchdog.arm("was asked which cells still run", 30)
+                watchdog.arm("was asked which cells still run", 15)
                 try:  # the page still answers: the kernel is the slow one, so name the cells still running
                     snap = _evaluate(page, _SNAPSHOT_JS)
                     busy = [_cell_name(c) for c in snap.get("cells", []) if "*" in c.get("prompt", "")]
