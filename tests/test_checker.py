@@ -58,7 +58,8 @@ def test_known_wrong_is_rejected_with_expected_diagnosis(op, name, wrong_reports
         rep.raise_if_failed()
 
 
-CORRECT = [(op, v.name) for op in OPS for v in wb.variants(op) if v.backend != "torch"]
+# The foundation's own kernels; each op's ladder is checked in its own file (tests/test_gemm.py, test_softmax.py, ...).
+CORRECT = [("vecadd", v.name) for v in wb.variants("vecadd", runnable=True) if v.backend != "torch"]
 
 
 @pytest.mark.parametrize("op,name", CORRECT, ids=[f"{o}/{n}" for o, n in CORRECT])
