@@ -134,6 +134,16 @@ class LabServer:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGTERM it when the test process dies (even by SIGKILL)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def start_lab(timeout_s: float = 120.0) -> LabServer:
     """Start the project's JupyterLab on a free loopback port with no token, from this environment.
 
@@ -168,7 +178,10 @@ def start_lab(timeout_s: float = 120.0) -> LabServer:
     )
     log_path = home / "lab.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
     server = LabServer(url=f"http://127.0.0.1:{port}/", proc=proc, log_path=log_path, home=home)
     deadline = time.monotonic() + timeout_s
     while True:
