@@ -12,12 +12,12 @@ import workbench as wb
 from workbench.checker import DIAGNOSES
 from workbench.registry import BACKENDS, Variant
 
-OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8")
-# The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8) beside them.
+OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd")
+# The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd) beside them.
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
-# gemm_fp8 takes fp8 inputs plus scales and has its own tests (tests/test_gemm.py); the generic ones cover the rest.
-GENERIC = tuple(o for o in OPS if o != "gemm_fp8")
-
+# gemm_fp8 takes fp8 inputs plus scales, attention_bwd returns (dq, dk, dv): each has its own tests; the generic
+# ones cover the rest.
+GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "attention_bwd"))
 
 def test_ops_are_the_registered_contracts():
     assert set(FOUNDATION_OPS) <= set(OPS)
@@ -53,9 +53,15 @@ def test_variants_are_well_formed(op):
     assert len(names) == len(set(names)), f"duplicate variant names in {op}: {names}"
 
 
-@pytest.mark.parametrize("op", GENERIC)
-def test_exactly_one_torch_baseline(op):
-    assert len(wb.variants(op, backend="torch")) == 1
+@pytest.mark.parametrize("op", OPS)
+def test_torch_baseline_registered_with_the_contract(op):
+    # The op's baseline (the checker's low-precision yardstick) is the first torch variant, defined beside the
+    # contract; attention adds one variant per SDPA backend, attention_bwd torch's flash backward.
+    torch_vs = wb.variants(op, backend="torch")
+    assert torch_vs, op
+    assert torch_vs[0].source.name == "reference.py"
+    extra = {"attention": 5, "attention_bwd": 1}.get(op, 0)
+    assert len(torch_vs) == 1 + extra, [v.name for v in torch_vs]
 
 
 def test_flops_formulas_on_known_shapes():

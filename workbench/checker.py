@@ -86,7 +86,8 @@ class CaseResult:
         if self.diagnosis in ("error", "bad_output"):
             return f"FAIL  {where}  {tag}  {self.detail}"
         w = self.worst or {}
-        return (f"FAIL  {where}  {tag}  {self.n_mismatch}/{self.n_elements} mismatches; worst at {w.get('index')}: "
+        at = f"{w['output']}{list(w.get('index', ()))}" if "output" in w else str(w.get("index"))
+        return (f"FAIL  {where}  {tag}  {self.n_mismatch}/{self.n_elements} mismatches; worst at {at}: "
                 f"got {w.get('got')}, expected {w.get('expected')} (tol {w.get('tol', float('nan')):.1e}); "
                 f"first at {self.first_indices[:5]}; diagnosis: {self.diagnosis}")
 
@@ -333,7 +334,7 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
               baseline: Variant | None) -> CaseResult:
     sizes, kw = spec.split(shape)
     res = CaseResult(shape=dict(shape), dtype=dtype_name(dt), seed=seed, case=case, ok=False)
-    inputs = make_inputs(spec.name, dtype=dt, seed=seed, case=case, **sizes)
+    inputs = make_inputs(spec.name, dtype=dt, seed=seed, case=case, **shape)
     ref = spec.reference(*inputs, **kw)
     try:
         with poisoning():
@@ -345,40 +346,69 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
         where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
         res.diagnosis, res.detail = "error", f"raised {type(e).__name__}: {e}{where}"
         return res
-    if not isinstance(out, torch.Tensor):
-        res.diagnosis, res.detail = "bad_output", f"returned {type(out).__name__}, expected a torch.Tensor"
-        return res
-    if tuple(out.shape) != tuple(ref.shape):
-        res.diagnosis, res.detail = "bad_output", f"returned shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
-        return res
-    if out.dtype != dt:
-        res.diagnosis, res.detail = "bad_output", f"returned dtype {dtype_name(out.dtype)}, expected {dtype_name(dt)}"
-        return res
-    if out.device.type != inputs[0].device.type:
-        res.diagnosis, res.detail = "bad_output", f"returned a tensor on {out.device}, expected {inputs[0].device}"
-        return res
-    atol, rtol = spec.tolerance(dt, shape) if spec.tolerance else (1e-5, 1e-5)
+    names = spec.outputs or ("out",)
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    if len(names) > 1:  # a multi-output op (attention_bwd -> dq, dk, dv) returns a tuple in the contract's order
+        if not isinstance(out, (tuple, list)) or len(out) != len(names):
+            res.diagnosis, res.detail = "bad_output", (
+                f"returned {type(out).__name__}, expected a tuple of {len(names)} tensors ({', '.join(names)})")
+            return res
+        outs = list(out)
+    else:
+        outs = [out]
+    for nm, o_i in zip(names, outs, strict=True):
+        if not isinstance(o_i, torch.Tensor):
+            what = f" for {nm}" if len(names) > 1 else ""
+            res.diagnosis, res.detail = "bad_output", f"returned {type(o_i).__name__}{what}, expected a torch.Tensor"
+            return res
+    for nm, o_i, r_i in zip(names, outs, refs, strict=True):
+        what = f"{nm} " if len(names) > 1 else ""
+        if tuple(o_i.shape) != tuple(r_i.shape):
+            res.diagnosis, res.detail = "bad_output", (
+                f"returned {what}shape {tuple(o_i.shape)}, expected {tuple(r_i.shape)}")
+            return res
+        if o_i.dtype != dt:
+            res.diagnosis, res.detail = "bad_output", (
+                f"returned {what}dtype {dtype_name(o_i.dtype)}, expected {dtype_name(dt)}")
+            return res
+        if o_i.device.type != inputs[0].device.type:
+            res.diagnosis, res.detail = "bad_output", (
+                f"returned {what}a tensor on {o_i.device}, expected {inputs[0].device}")
+            return res
+    atol0, rtol = spec.tolerance(dt, shape) if spec.tolerance else (1e-5, 1e-5)
+    touts = None
     if dt in (torch.float16, torch.bfloat16) and baseline is not None and fn is not baseline:
-        # flash-attention's rule: up to 2x the error torch itself makes at this dtype.
-        tout = baseline.fn(*inputs, **kw).double().cpu()
-        fin = torch.isfinite(ref.cpu())
-        terr = (tout - ref.cpu()).abs()[fin]
-        res.torch_err = float(terr.max()) if terr.numel() else 0.0
-        atol = max(atol, 2 * res.torch_err)
-    bad, tol = _compare(out, ref, atol, rtol)
-    o, r = out.double().cpu(), ref.double().cpu()
-    err = (o - r).abs().nan_to_num(nan=math.inf)
-    err = torch.where(torch.isfinite(r), err, torch.where(bad, math.inf, 0.0))
-    res.n_elements = r.numel()
-    res.n_mismatch = int(bad.sum())
-    res.max_abs_err = float(err.max()) if err.numel() else 0.0
-    res.ok = res.n_mismatch == 0
-    if not res.ok:
-        idx = bad.nonzero()
-        res.first_indices = [tuple(int(i) for i in row) for row in idx[:8]]
-        excess = torch.where(bad, err - tol, torch.tensor(-math.inf, dtype=err.dtype))
-        w = tuple(int(i) for i in torch.unravel_index(torch.argmax(excess), r.shape)) if r.dim() else ()
-        res.worst = {"index": w, "got": _fmt(float(o[w])), "expected": _fmt(float(r[w])),
-                     "abs_err": float(err[w]), "tol": float(tol[w])}
-        res.diagnosis = diagnose(o, r, bad)
+        # flash-attention's rule: up to 2x the error torch itself makes at this dtype (per output).
+        t = baseline.fn(*inputs, **kw)
+        touts = list(t) if isinstance(t, (tuple, list)) else [t]
+        res.torch_err = 0.0
+    res.n_elements = res.n_mismatch = 0
+    res.ok = True
+    for i, (nm, o_i, r_i) in enumerate(zip(names, outs, refs, strict=True)):
+        atol = atol0
+        if touts is not None:
+            fin = torch.isfinite(r_i.cpu())
+            terr = (touts[i].double().cpu() - r_i.cpu()).abs()[fin]
+            t_err = float(terr.max()) if terr.numel() else 0.0
+            res.torch_err = max(res.torch_err, t_err)
+            atol = max(atol, 2 * t_err)
+        bad, tol = _compare(o_i, r_i, atol, rtol)
+        o, r = o_i.double().cpu(), r_i.double().cpu()
+        err = (o - r).abs().nan_to_num(nan=math.inf)
+        err = torch.where(torch.isfinite(r), err, torch.where(bad, math.inf, 0.0))
+        res.n_elements += r.numel()
+        n_bad = int(bad.sum())
+        res.n_mismatch += n_bad
+        res.max_abs_err = max(res.max_abs_err, float(err.max()) if err.numel() else 0.0)
+        if n_bad and res.ok:  # the first wrong output names the worst element and the diagnosis
+            res.ok = False
+            idx = bad.nonzero()
+            res.first_indices = [tuple(int(j) for j in row) for row in idx[:8]]
+            excess = torch.where(bad, err - tol, torch.tensor(-math.inf, dtype=err.dtype))
+            w = tuple(int(j) for j in torch.unravel_index(torch.argmax(excess), r.shape)) if r.dim() else ()
+            res.worst = {"index": w, "got": _fmt(float(o[w])), "expected": _fmt(float(r[w])),
+                         "abs_err": float(err[w]), "tol": float(tol[w])}
+            if len(names) > 1:
+                res.worst["output"] = nm
+            res.diagnosis = diagnose(o, r, bad)
     return res

@@ -82,6 +82,8 @@ class Op:
     size_key: Callable[[dict], int] | None = None  # one number for plots' x axis
     cases: tuple[str, ...] = ("random",)  # input cases make() knows; the checker tries each ("edge", ...)
     doc: str = ""
+    outputs: tuple[str, ...] = ()  # names of the outputs when the op returns a tuple (attention_bwd: dq, dk, dv)
+    dtype_of: Callable[..., torch.dtype] | None = None  # the op's dtype from its inputs, when they mix dtypes
 
     def __post_init__(self) -> None:
         raw = self.bytes
@@ -270,7 +272,8 @@ class Variant:
         op = self.contract
         shape = op.validate(*inputs, **kw)
         dts = {t.dtype for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()}
-        why = self.why_not_here(next(iter(dts)) if len(dts) == 1 else None, {**shape, **kw})
+        dt = op.dtype_of(*inputs) if op.dtype_of is not None else (next(iter(dts)) if len(dts) == 1 else None)
+        why = self.why_not_here(dt, {**shape, **kw})
         if why:
             raise UnsupportedHere(why)
         return self.fn(*inputs, **kw)
@@ -353,13 +356,14 @@ def make_inputs(op: str, *, dtype: torch.dtype | str = torch.float32, seed: int 
                 device: torch.device | str | None = None, case: str = "random", **shape: Any) -> tuple:
     """Make fresh random inputs for ``op`` at ``shape`` (e.g. ``M=64, N=64, K=64``) as positional arguments.
 
-    Keys listed in the op's ``call_kwargs`` (``causal``...) are not inputs: pass them to the call yourself.
+    Keys listed in the op's ``call_kwargs`` (``causal``...) are not inputs: pass them to the call yourself
+    (``make`` still sees them: attention_bwd's saved forward depends on ``causal``).
     ``case`` picks one of the op's input cases (``"random"``; softmax also has ``"edge"``: -inf, huge values).
     """
     from workbench import device as _device
 
     spec = get_op(op)
-    sizes, _ = spec.split(shape)
+    sizes, kw = spec.split(shape)
     missing = [k for k in spec.shape_keys if k not in sizes]
     extra = [k for k in sizes if k not in spec.shape_keys]
     if missing or extra:
@@ -371,4 +375,4 @@ def make_inputs(op: str, *, dtype: torch.dtype | str = torch.float32, seed: int 
     if case not in spec.cases:
         raise OpError(f"{op} has input cases {list(spec.cases)}, not {case!r}")
     dev = torch.device(device) if device is not None else _device()
-    return spec.make(sizes, dt, seed, dev, case=case)
+    return spec.make({**sizes, **kw}, dt, seed, dev, case=case)

@@ -108,7 +108,7 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
     nbytes = (fn.bytes(dtype=dt, **shape) if isinstance(fn, Variant) else spec.bytes(dtype=dt, **shape))
     one_set = max(1.0, nbytes)
     n_sets = 1 if MODE != "gpu" else int(min(8, max(1, (2 * 64 * 2**20) // one_set + 1)))
-    sets = [make_inputs(spec.name, dtype=dt, seed=s, **sizes) for s in range(n_sets)]
+    sets = [make_inputs(spec.name, dtype=dt, seed=s, **shape) for s in range(n_sets)]
 
     def call(i: int) -> Any:
         return fn(*sets[i], **kw)
