@@ -9,7 +9,11 @@ comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 # JupyterLab refuses to run as root without --allow-root (containers, CI).
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
-PYTEST_NB := $(BIN)/pytest -p no:cacheprovider --nbval-lax --nbval-current-env --nbval-cell-timeout=600 notebooks/
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=600
+PYTEST_NB := $(BIN)/pytest -p no:cacheprovider $(NBVAL) notebooks/
+# Test workers for `make test` (pytest-xdist). --dist loadfile keeps a notebook's cells (which share one kernel)
+# and a test file's cached checks on one worker.
+JOBS ?= 2
 
 .PHONY: install lab test unit notebooks browser lint gpu-check clean
 
@@ -25,7 +29,10 @@ $(STAMP): pyproject.toml
 lab: install
 	cd notebooks && ../$(BIN)/jupyter lab $(ROOT_FLAG) $(LAB_ARGS)
 
-test: install lint unit notebooks browser
+# Unit tests and notebooks in one pytest run, spread over $(JOBS) workers; then the browser test.
+test: install lint
+	$(BIN)/pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile $(NBVAL) tests notebooks --ignore=tests/browser
+	$(BIN)/pytest -q tests/browser
 	@echo "make test: all passed"
 
 lint: install

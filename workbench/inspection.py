@@ -276,8 +276,44 @@ def _nvcc_options(options: tuple) -> list[str]:
     return out
 
 
+def _cache_file(src_text: str, src_path: str | None, name: str, options: tuple, arch: str, nvcc: str) -> Path:
+    """Return the on-disk cache entry for one nvcc -> ptxas -> cuobjdump run (keyed by every input to it)."""
+    from workbench.cuda._cpu import cache_dir
+
+    parts = [src_text, name, repr(options), arch, nvcc, str(os.path.getmtime(nvcc))]
+    if src_path:  # local headers (#include "x.cuh") beside the source are inputs too
+        for h in sorted(Path(src_path).parent.glob("*.cu*")) + sorted(Path(src_path).parent.glob("*.h")):
+            parts += [h.name, h.read_text(errors="replace")]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+    return cache_dir().parent / "inspect" / f"{key}.json"
+
+
 def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str, str, str]:
-    """Return (ptx, ptxas -v log, sass) of ``code`` for ``arch``."""
+    """Return (ptx, ptxas -v log, sass) of ``code`` for ``arch`` (cached on disk beside the engine's cache)."""
+    import json
+
+    from workbench.cuda._source import load_source
+
+    nvcc = find_cuda_tool("nvcc")
+    src = load_source(code)
+    entry = _cache_file(src.text, src.path, name, options, arch, nvcc)
+    try:
+        hit = json.loads(entry.read_text())
+        return hit["ptx"], hit["log"], hit["sass"]
+    except (OSError, ValueError, KeyError):
+        pass
+    ptx, log, sass = _cuda_compile_uncached(code, name, options, arch)
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"ptx": ptx, "log": log, "sass": sass}))
+        os.replace(tmp, entry)  # atomic: parallel test workers never read half a file
+    except OSError:
+        pass
+    return ptx, log, sass
+
+
+def _cuda_compile_uncached(code: str, name: str, options: tuple, arch: str) -> tuple[str, str, str]:
     from workbench.cuda._source import load_source
 
     nvcc = find_cuda_tool("nvcc")
