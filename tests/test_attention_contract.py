@@ -100,3 +100,15 @@ def test_attention_bwd_bad_input_names_what_was_expected():
         ref(q, k, v, o.half(), lse, do)
     with pytest.raises(wb.OpError, match=r"attention_bwd: k must be \[B,H,Sk,D\]"):
         ref(q, k[..., :4].contiguous(), v, o, lse, do)
+
+
+def test_peak_memory_shows_standard_quadratic_and_flash_linear():
+    # Standard attention holds S and P ([B,H,N,N] fp32 each); a flash kernel only its output ([B,H,N,D]).
+    n, h = 1024, 2
+    x = wb.make_inputs("attention", B=1, H=h, Sq=n, Sk=n, D=64)
+    naive = wb.peak_memory(wb.variant("attention", "torch_naive"), *x)
+    flash = wb.peak_memory(wb.variant("attention", "torch_sdpa_flash"), *x)
+    s_bytes = h * n * n * 4
+    assert naive["bytes"] >= 1.5 * s_bytes, naive
+    assert flash["bytes"] < 0.25 * s_bytes, flash
+    assert naive["method"] and naive["device"]

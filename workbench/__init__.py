@@ -47,6 +47,7 @@ _LAZY = {
     "check": ("workbench.checker", "check"),
     "CheckReport": ("workbench.checker", "CheckReport"),
     "bench": ("workbench.timer", "bench"),
+    "peak_memory": ("workbench.timer", "peak_memory"),
     "exercise": ("workbench.drills", "exercise"),
     "exercises": ("workbench.drills", "exercises"),
     "roofline": ("workbench.plots", "roofline"),
