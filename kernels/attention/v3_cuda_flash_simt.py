@@ -25,6 +25,7 @@ BR, G = 32, 4  # query rows per block, threads per row: 128 threads (the .cu fil
 LOG2E = 1.4426950408889634  # the kernels use exp2f: exp(x) = 2^(x * log2(e))
 DT_CODE = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}  # the .cu files' ATTN_ONLY_DT
 _kernels: dict[tuple[str, str], object] = {}
+_modules: dict[str, object] = {}  # cpu mode: one CPU-engine module per .cu file
 
 
 def only(hd: int, dtype: torch.dtype) -> tuple[str, ...]:
@@ -35,14 +36,20 @@ def only(hd: int, dtype: torch.dtype) -> tuple[str, ...]:
 def kernel(cu: str, hd: int, dtype: torch.dtype, base: str):
     """Return the compiled kernel ``<base>_d<hd>_<dtype>`` of ``cu`` (cached per process).
 
-    On a GPU, NVRTC compiles only that kernel (``only``): all of them take ~20 s; the CPU engine builds the whole
-    file once and every kernel comes from that one shared library.
+    On a GPU, NVRTC compiles only that kernel (``only``): all of them take ~20 s. The CPU engine builds the whole
+    file once (one preprocessing pass to find the macro-made kernels, one C++ build) and every kernel comes from
+    that one module.
     """
     from workbench import MODE, cuda
 
     name = f"{base}_d{hd}_{SUFFIX[dtype]}"
     if (cu, name) not in _kernels:
-        _kernels[(cu, name)] = cuda.RawKernel(HERE / cu, name, options=only(hd, dtype) if MODE == "gpu" else ())
+        if MODE == "gpu":
+            _kernels[(cu, name)] = cuda.RawKernel(HERE / cu, name, options=only(hd, dtype))
+        else:
+            if cu not in _modules:
+                _modules[cu] = cuda.RawModule(HERE / cu)
+            _kernels[(cu, name)] = _modules[cu].get_function(name)
     return _kernels[(cu, name)]
 
 
