@@ -188,14 +188,13 @@ def fa2_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool 
     if why:
         raise OpError(why)
     b, h, sq, sk, d = (shape[x] for x in ("B", "H", "Sq", "Sk", "D"))
-    if sk == 0:
-        raise OpError(f"attention/triton_fa2: Sk must be >= 1 (a softmax over no keys is undefined), got k "
-                      f"{tuple(k.shape)}")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     o = empty(q.shape, q.dtype, q.device)
     lse = empty((b, h, sq), torch.float32, q.device)
     if b * h * sq == 0:
         return o, lse
+    if sk == 0:  # no keys: the reference's empty softmax times an empty V is 0; logsumexp over nothing is -inf
+        return o.zero_(), lse.fill_(-math.inf)
     args = (q, k, v, o, lse, sq, sk, scale * LOG2E)
     kw = {"CAUSAL": bool(causal), "HEAD_D": d, "PRECISION": _precision(q.dtype)}
     if _tuned is not None:

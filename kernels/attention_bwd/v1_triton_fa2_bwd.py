@@ -86,7 +86,7 @@ def fa2_bwd_dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr
         m_mid = 0
     n_diag = (m_mid - m_lo) // BLOCK_M
     tail = tl.maximum(m_mid, m_full)
-    n_masked = n_diag + tl.cdiv(Sq - tail, BLOCK_M)
+    n_masked = n_diag + tl.cdiv(tl.maximum(Sq - tail, 0), BLOCK_M)  # causal Sk > Sq: tail can pass Sq
 
     for start_m in range(m_mid, m_full, BLOCK_M):
         offs_m = start_m + offs_m0
