@@ -8,9 +8,9 @@ costs one multiply and one ex2.approx (MUFU) instead of a multiply, a multiply b
 
 Causal (top-left aligned, SDPA's is_causal): key tiles past the tile's last query row are never visited; key tiles
 entirely at or below the diagonal run the unmasked loop, and only the one or two tiles that straddle the diagonal
-(or the ragged end of Sk) run the masked loop. The program also stores the natural-log logsumexp of each row
-(fp32, 4 B per row: noise next to the 2*D*2 B of O) so the backward (``attention_bwd/triton_fa2_bwd``) can rebuild
-P tile by tile: ``fa2_forward`` returns (o, lse).
+(or the ragged end of Sk) run the masked loop. The program also stores the natural-log logsumexp of each row (fp32,
+4 B per row: noise next to the D*2 = 256 B of each fp16 O row at D = 128) so the backward
+(``attention_bwd/triton_fa2_bwd``) can rebuild P tile by tile: ``fa2_forward`` returns (o, lse).
 
 Napkin numbers, H200 (989 TFLOP/s dense fp16, 4.8 TB/s): B*H = 16, S = 16K, D = 128 is 4*16*16K^2*128 = 2.2 TFLOP,
 2.2 ms at peak, against 4*16*16K*128*2 B = 268 MB of Q, K, V, O (56 us): compute bound by 40x. The kernel only
@@ -32,8 +32,7 @@ from kernels.attention.reference import validate
 from workbench import MODE, OpError, empty, register
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
-HEAD_DIMS = (16, 32, 64, 128)  # tl.dot needs >= 16; past 128 the fp32 accumulator (BLOCK_M x D) spills
-_TL = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+HEAD_DIMS = (16, 32, 64, 128)  # tl.dot needs >= 16; D = 256 (acc alone 128 regs/thread at 128 rows) untuned
 
 
 @triton.jit
@@ -168,8 +167,8 @@ def _why_not_head_dim(d: int) -> str | None:
     if d in HEAD_DIMS:
         return None
     return (f"attention/triton_fa2: head dim D={d} is not supported; the Triton FlashAttention-2 kernels take D in "
-            f"{list(HEAD_DIMS)} (powers of two 16..128: tl.dot needs >= 16, a BLOCK_M x D fp32 accumulator past "
-            "128 spills)")
+            f"{list(HEAD_DIMS)} (powers of two 16..128: tl.dot needs >= 16, and the tile configs are sized for "
+            "D <= 128)")
 
 
 def _supports(shape: dict) -> str | None:

@@ -4,19 +4,19 @@ Three launches:
 
 1. ``fa2_bwd_preprocess``: Delta_i = rowsum(dO_i * O_i) (fp32, one per query row). It is rowsum(P_i * dP_i), the
    term the softmax Jacobian subtracts: dS = P * (dP - Delta).
-2. ``fa2_bwd_dkdv``: one program per BLOCK_N tile of keys (and head). K_j and V_j stay in registers; the program
+2. ``fa2_bwd_dkdv``: one program per BLOCK_N tile of keys (and head). K_j and V_j stay on chip; the program
    loops over query tiles, rebuilding P^T = exp2(K Q^T * scale*log2e - lse*log2e) and accumulating in fp32
        dV_j += P^T dO,   dP^T = V dO^T,   dS^T = P^T * (dP^T - Delta),   dK_j += dS^T Q  (times scale once).
-3. ``fa2_bwd_dq``: one program per BLOCK_M tile of queries; Q_i, dO_i, lse_i, Delta_i stay in registers, the loop
+3. ``fa2_bwd_dq``: one program per BLOCK_M tile of queries; Q_i, dO_i, lse_i, Delta_i stay on chip, the loop
    over key tiles rebuilds P and dP the same way and accumulates dQ_i += dS K (times scale once).
 
 Why a separate dQ kernel rather than dQ with atomics from the dK/dV loop: every (query tile, key tile) pair would
-add a BLOCK_M x D fp32 partial into dQ, i.e. Sk/BLOCK_N read-modify-writes of all of dQ (at S = 16K, D = 128,
-BLOCK_N = 128: 128 passes over an 8 MiB fp32 buffer per head, 2 GB of atomic traffic for 16 heads), plus an fp32
-scratch buffer and a cast kernel, and the sum order (hence the bits) changes from run to run. The separate kernel
-recomputes S = Q K^T and dP = dO V^T (7 tile matmuls instead of 5, +40% FLOPs) but is deterministic, needs no
-scratch, and each of its programs writes its dQ tile once. The Triton tutorial and FlashAttention-2's own Triton
-port make the same trade on Hopper.
+add a BLOCK_M x D fp32 partial into dQ, i.e. Sk/BLOCK_N read-modify-writes of all of dQ (S = 16K, D = 128,
+BLOCK_N = 128: 128 passes over a 8 MiB fp32 buffer, 1 GiB of atomic adds per head where one write of dQ is 4 MiB
+of fp16), plus the fp32 scratch buffer and a cast kernel, and the sum order (hence the bits) changes from run to
+run. The separate kernel recomputes S = Q K^T and dP = dO V^T (7 tile matmuls instead of 5, +40% FLOPs) but is
+deterministic, needs no scratch, and each program writes its dQ tile once. Triton's fused-attention tutorial
+makes the same trade (one launch: a dK/dV loop, then a dQ loop); FlashAttention-2's CUDA kernel uses fp32 atomics.
 
 Causal: the dK/dV loop starts at the first query tile that reaches the key tile's diagonal; the dQ loop stops at
 the query tile's last row. Tiles fully inside the triangle (and inside Sq/Sk) run without masks; the diagonal
