@@ -155,3 +155,22 @@ def test_missing_toolchain_says_what_to_install(monkeypatch, tmp_path):
     assert shutil.which("nvcc") is None
     with pytest.raises(ToolchainNotFoundError, match=r"nvcc.*pip install nvidia-cuda-nvcc"):
         inspect((CU / "sgemm.cu", "sgemm_tiled"), arch="sm_75")
+
+
+@needs_nvcc
+def test_inspect_triton_after_interpreted_helpers_ran(tmp_path):
+    # Triton 3.7's interpreter leaks its triton.language patches after a @jit helper call (tl.max, tl.sum);
+    # workbench undoes them, so a kernel can still be compiled for inspection afterwards (fresh Triton cache).
+    import subprocess
+    import sys
+
+    from tests.conftest import subprocess_env
+
+    code = ("import workbench as wb\n"
+            "x = wb.make_inputs('softmax', M=4, N=100)\n"
+            "wb.variant('softmax', 'triton_fused')(*x)\n"
+            "print('regs', wb.inspect(wb.variant('softmax', 'triton_online'), arch='sm_90').registers)\n")
+    env = subprocess_env(WORKBENCH_MODE="cpu", TRITON_CACHE_DIR=str(tmp_path / "triton"))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "regs " in r.stdout

@@ -42,6 +42,11 @@ from workbench.registry import (  # noqa: E402
     variants,
 )
 
+if MODE == "cpu":  # before any Triton kernel runs under the interpreter
+    from workbench import _triton_interp
+
+    _triton_interp.install()
+
 _LAZY = {
     # name: (module, attribute)
     "check": ("workbench.checker", "check"),
