@@ -180,6 +180,14 @@ def peak_memory(fn: Callable[..., Any], *inputs: Any, **kw: Any) -> dict[str, An
     "device"}``; the figure is a measurement of this machine, labelled with how it was taken.
     """
     global _MMAP_SET
+    if MODE != "gpu" and not _MMAP_SET:
+        import ctypes
+        import platform
+
+        if platform.system() != "Linux":
+            raise RuntimeError("peak_memory: cpu mode measures the resident set through /proc, which needs Linux")
+        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD = 128 KiB, fixed (no dynamic raise)
+        _MMAP_SET = True
     fn(*inputs, **kw)  # warm-up: lazy initialisation, compiled-kernel caches
     if MODE == "gpu":
         torch.cuda.synchronize()
@@ -189,16 +197,6 @@ def peak_memory(fn: Callable[..., Any], *inputs: Any, **kw: Any) -> dict[str, An
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - base
         return {"bytes": int(peak), "method": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}
-    import ctypes
-    import platform
-
-    if platform.system() != "Linux":
-        raise RuntimeError("peak_memory: cpu mode measures the resident set through /proc, which needs Linux")
-    if not _MMAP_SET:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD = 128 KiB, fixed (no dynamic raise after a free)
-        _MMAP_SET = True
-        fn(*inputs, **kw)  # warm up again under the new allocation policy
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM to the current resident set
     base = _rss("VmRSS")

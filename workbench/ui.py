@@ -63,6 +63,8 @@ def check_table(op: str, include_wrong: bool = True, **check_kw: Any) -> Any:
     for v, r in reports:
         if r is None:
             verdict, detail = "skipped", html.escape(v.why_not_here() or "")
+        elif not r.cases:  # nothing it supports was asked for (e.g. a tensor-core kernel checked in fp32 only)
+            verdict, detail = "skipped", html.escape("; ".join(dict.fromkeys(r.skipped)) or "no runnable case")
         else:
             verdict = "pass" if r.ok else "FAIL"
             detail = (f"{len(r.cases)} runs" if r.ok else
