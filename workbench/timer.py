@@ -197,9 +197,16 @@ def peak_memory(fn: Callable[..., Any], *inputs: Any, **kw: Any) -> dict[str, An
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - base
         return {"bytes": int(peak), "method": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset VmHWM to the current resident set
-    base = _rss("VmRSS")
-    fn(*inputs, **kw)
-    peak = _rss("VmHWM") - base
+    import gc
+
+    gc.collect()  # free earlier garbage now: a collection during the call would lower the resident set under it
+    gc.disable()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset VmHWM to the current resident set
+        base = _rss("VmRSS")
+        fn(*inputs, **kw)
+        peak = _rss("VmHWM") - base
+    finally:
+        gc.enable()
     return {"bytes": max(0, int(peak)), "method": "peak resident set (VmHWM) on the host CPU", "device": "cpu"}
