@@ -201,6 +201,18 @@ def start_lab(timeout_s: float = 120.0) -> LabServer:
     return server
 
 
+_CONTEXTS: dict[int, Any] = {}
+
+
+def _context(browser: Any) -> Any:
+    """Return the one browser context (tab group) every notebook opens in, so JupyterLab's ~20 MB of scripts
+    come from the HTTP cache after the first notebook instead of being fetched and parsed again for each."""
+    ctx = _CONTEXTS.get(id(browser))
+    if ctx is None:
+        ctx = _CONTEXTS[id(browser)] = browser.new_context(viewport={"width": 1400, "height": 900})
+    return ctx
+
+
 def launch_browser(playwright: Any) -> Any:
     """Launch Debian's Chromium through playwright (``executable_path``: no browser download)."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -608,7 +620,7 @@ def run_notebook(
     digest = hashlib.sha256(nb_file.read_bytes()).hexdigest()
     log_offset = server.log_size()
     console: list[str] = []
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = _context(browser)
     page = context.new_page()
     page.on("console", lambda m: m.type == "error" and console.append(f"{m.text} [{m.location.get('url', '')}]"))
     page.on("pageerror", lambda e: console.append(f"uncaught {e}"))
@@ -674,7 +686,7 @@ def run_notebook(
         watchdog.arm("was screenshotted", 60)
         try:
             if stalled:
-                page.screenshot(path=str(run.screenshot), timeout=10_000)
+                page.screenshot(path=str(run.screenshot), timeout=3_000)  # a killed renderer: fail fast
             else:
                 _full_page_screenshot(page, run.screenshot)
         except PlaywrightError as e:
@@ -684,7 +696,10 @@ def run_notebook(
         mark("screenshot")
     finally:
         watchdog.cancel()
-        context.close()
+        try:
+            page.close()
+        except PlaywrightError:  # its renderer was killed by the watchdog
+            pass
         server.shutdown_sessions()
     run.failures += _console_failures(console)
     kernel_log = server.log_since(log_offset)
