@@ -202,6 +202,14 @@ def start_lab(timeout_s: float = 120.0) -> LabServer:
 
 
 _CONTEXTS: dict[int, Any] = {}
+_PAGES: dict[int, Any] = {}  # the page (a booted JupyterLab) the next notebook opens in
+_CLOSE_ALL_JS = """() => {
+  const app = window.jupyterapp;
+  for (const w of Array.from(app.shell.widgets('main'))) {
+    if (w.context && w.context.model) w.context.model.dirty = false;
+    w.dispose();
+  }
+}"""
 
 
 def _context(browser: Any) -> Any:
@@ -584,7 +592,8 @@ class NotebookRun:
 
 def _full_page_screenshot(page: Any, path: Path) -> None:
     """Grow the viewport to the notebook's height (the notebook scrolls inside the page), then screenshot."""
-    _evaluate(page, "() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+    _evaluate(page, "() => window.jupyterapp.shell.leftCollapsed || "
+                    "window.jupyterapp.commands.execute('application:toggle-left-area')")
     page.wait_for_timeout(300)
     extra = _evaluate(
         page,
@@ -607,7 +616,10 @@ def _full_page_screenshot(page: Any, path: Path) -> None:
 def run_notebook(
     browser: Any, server: LabServer, rel_path: str, *, interact: bool = True, run_timeout_s: float = RUN_TIMEOUT_S
 ) -> NotebookRun:
-    """Open ``rel_path`` (relative to the repo) in a new page, run all cells via the menu, judge the result.
+    """Open ``rel_path`` (relative to the repo) in JupyterLab, run all cells via the menu, judge the result.
+
+    The first notebook boots JupyterLab in a new page; later ones open in that page (``docmanager:open``) once the
+    previous notebook is closed, unless a stall killed the page.
 
     ``run_timeout_s`` bounds opening plus running all cells; past it (a frozen page, a hung kernel) the run
     fails as stalled.
@@ -620,10 +632,22 @@ def run_notebook(
     digest = hashlib.sha256(nb_file.read_bytes()).hexdigest()
     log_offset = server.log_size()
     console: list[str] = []
-    context = _context(browser)
-    page = context.new_page()
-    page.on("console", lambda m: m.type == "error" and console.append(f"{m.text} [{m.location.get('url', '')}]"))
-    page.on("pageerror", lambda e: console.append(f"uncaught {e}"))
+    page = _PAGES.pop(id(browser), None)
+    if page is not None and page.is_closed():
+        page = None
+    reuse = page is not None
+    if page is None:
+        page = _context(browser).new_page()
+
+    def on_console(m: Any) -> None:
+        if m.type == "error":
+            console.append(f"{m.text} [{m.location.get('url', '')}]")
+
+    def on_error(e: Any) -> None:
+        console.append(f"uncaught {e}")
+
+    page.on("console", on_console)
+    page.on("pageerror", on_error)
     stage = [t0]
 
     def mark(name: str) -> None:
@@ -637,7 +661,11 @@ def run_notebook(
     try:
         try:
             watchdog.arm("opened the notebook and started its kernel", 150)
-            page.goto(f"{server.url}lab/workspaces/{slug}/tree/{rel_path}?reset", wait_until="domcontentloaded")
+            if reuse:  # JupyterLab is already up in this page (booting it costs ~5 s): open the notebook in it
+                page.evaluate("(p) => { window.jupyterapp.commands.execute('docmanager:open', {path: p}); return 1; }",
+                              rel_path)
+            else:
+                page.goto(f"{server.url}lab/workspaces/{slug}/tree/{rel_path}?reset", wait_until="domcontentloaded")
             page.wait_for_function(_KERNEL_IDLE_JS, timeout=120_000, polling=250)
             mark("open")
             watchdog.arm("ran all cells", run_timeout_s + 5)
@@ -696,11 +724,27 @@ def run_notebook(
         mark("screenshot")
     finally:
         watchdog.cancel()
-        try:
-            page.close()
-        except PlaywrightError:  # its renderer was killed by the watchdog
-            pass
+        # The run is judged: stop listening before teardown, whose widget traffic to a closing kernel ("Could not
+        # send widget sync message") is the test's doing, not something a learner sees.
+        page.remove_listener("console", on_console)
+        page.remove_listener("pageerror", on_error)
+        kept = False
+        if not stalled:
+            try:  # close the notebook (unsaved outputs are dropped, no dialog) and keep the page for the next one
+                _evaluate(page, _CLOSE_ALL_JS)
+                kept = True
+            except PlaywrightError:
+                kept = False
         server.shutdown_sessions()
+        if kept:
+            page.wait_for_timeout(500)  # let the closed kernel's last messages land before the next notebook
+        if kept:
+            _PAGES[id(browser)] = page
+        else:
+            try:
+                page.close()
+            except PlaywrightError:  # its renderer was killed by the watchdog
+                pass
     run.failures += _console_failures(console)
     kernel_log = server.log_since(log_offset)
     if "Traceback (most recent call last)" in kernel_log:
