@@ -302,7 +302,7 @@ def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str,
         return hit["ptx"], hit["log"], hit["sass"]
     except (OSError, ValueError, KeyError):
         pass
-    ptx, log, sass = _cuda_compile_uncached(code, name, options, arch)
+    ptx, log, sass = _cuda_compile_uncached(src, name, options, arch, nvcc)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")
@@ -313,13 +313,9 @@ def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str,
     return ptx, log, sass
 
 
-def _cuda_compile_uncached(code: str, name: str, options: tuple, arch: str) -> tuple[str, str, str]:
-    from workbench.cuda._source import load_source
-
-    nvcc = find_cuda_tool("nvcc")
+def _cuda_compile_uncached(src: Any, name: str, options: tuple, arch: str, nvcc: str) -> tuple[str, str, str]:
     ptxas = find_cuda_tool("ptxas")
     cuobjdump = find_cuda_tool("cuobjdump")
-    src = load_source(code)
     with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
         main = Path(td) / "kernel.cu"
         inc = f'#include "{src.path}"\n' if src.path else src.text + "\n"
