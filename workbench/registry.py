@@ -84,6 +84,10 @@ class Op:
     doc: str = ""
     outputs: tuple[str, ...] = ()  # names of the outputs when the op returns a tuple (attention_bwd: dq, dk, dv)
     dtype_of: Callable[..., torch.dtype] | None = None  # the op's dtype from its inputs, when they mix dtypes
+    out_dtypes: Callable[[torch.dtype], tuple[torch.dtype, ...]] | None = None  # each output's dtype (default: op's)
+    # Put a kernel's outputs in the contract's canonical form before they are compared (an order the contract
+    # leaves free, e.g. slots scattered with atomics): canonical(outputs, ref_outputs, *inputs, **kw) -> outputs.
+    canonical: Callable[..., list[torch.Tensor]] | None = None
 
     def __post_init__(self) -> None:
         raw = self.bytes

@@ -1,0 +1,1 @@
+"""Register the moe_topk variants in teaching order (the torch baseline is registered with the contract)."""
