@@ -37,7 +37,7 @@ def align_kernel(ids, n, num_experts, block, sorted_ids, expert_ids, n_padded):
         n_padded[0] = n
     cuda.syncthreads()
     # 4. scatter: each slot claims the next free row of its expert's group
-    for s in range(tid, n, nt):
+    for s in range(tid, n, nt):  # noqa: B007  (the TODO uses s)
         # TODO: claim a row with an atomic increment of the expert's cursor (two slots of one expert must never
         #       get the same row), then store the slot index there.
         pass

@@ -70,6 +70,32 @@ def reference(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2
     return out
 
 
+# The three MoE layers the notebook and the benchmarks use (one layer's experts; shared experts left out).
+MODELS: dict[str, dict[str, int]] = {
+    "mixtral-8x7b": {"E": 8, "top_k": 2, "d": 4096, "I": 14336},
+    "deepseek-v3": {"E": 256, "top_k": 8, "d": 7168, "I": 2048},
+    "qwen3-30b-a3b": {"E": 128, "top_k": 8, "d": 2048, "I": 768},
+}
+CPU_SCALE = 64  # cpu mode divides d and I by this (same E, top_k and routing; 4096x less FLOPs per token)
+
+
+def model_shape(model: str, T: int, scale: int = 1) -> dict:  # noqa: N803
+    """Return the moe shape of ``model`` for T tokens, d and I divided by ``scale`` (cpu mode: CPU_SCALE)."""
+    m = MODELS[model]
+    return {"T": T, "d": max(1, m["d"] // scale), "I": max(1, m["I"] // scale), "E": m["E"], "top_k": m["top_k"]}
+
+
+def _weights(shape: tuple, dtype: torch.dtype, g: torch.Generator, device: torch.device, scale: float,
+             seed: int) -> torch.Tensor:
+    n = 1
+    for s in shape:
+        n *= s
+    if device.type == "cuda" and n > 2**26:  # GPU benchmark sizes (DeepSeek-V3: 11.3 G weights): make them there
+        gd = torch.Generator(device=device).manual_seed(seed)
+        return (torch.randn(shape, generator=gd, device=device, dtype=torch.float32) * scale).to(dtype)
+    return randn(shape, dtype, g, device, scale=scale)
+
+
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
     g = torch.Generator().manual_seed(seed)
     t, d, i, e, k = (sizes[n] for n in ("T", "d", "I", "E", "top_k"))
@@ -79,8 +105,8 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     logits = torch.stack([ladder[torch.randperm(e, generator=g)] for _ in range(t)]) if t else torch.zeros(0, e)
     if case == "one_expert":  # every token's favourite is expert 0 by a wide margin
         logits[:, 0] = 10.0
-    w1 = randn((e, 2 * i, d), dtype, g, device, scale=d**-0.5)
-    w2 = randn((e, d, i), dtype, g, device, scale=i**-0.5)
+    w1 = _weights((e, 2 * i, d), dtype, g, device, d**-0.5, seed + 1)
+    w2 = _weights((e, d, i), dtype, g, device, i**-0.5, seed + 2)
     return x, logits.to(dtype).to(device), w1, w2, k
 
 
@@ -113,9 +139,11 @@ OP = register_op(Op(
     call_kwargs=("renormalize",),
     tolerance=tolerance,
     package="kernels.moe.variants",
-    bench_shapes={"gpu": [{"T": t, "d": 4096, "I": 14336, "E": 8, "top_k": 2} for t in (1, 16, 64, 1024, 4096)],
-                  "quick": [{"T": 4096, "d": 2048, "I": 768, "E": 128, "top_k": 8}],
-                  "cpu": [{"T": 16, "d": 32, "I": 32, "E": 8, "top_k": 2}]},
+    # Prefill (4096 tokens) and decode (1 and 64 tokens) at each model's shape; the H200 goals (Mixtral prefill,
+    # DeepSeek-V3 decode) are measured by benchmarks/moe_goals.py, which also times the dense matmul and the copy.
+    bench_shapes={"gpu": [model_shape(m, t) for m in MODELS for t in (1, 64, 4096)],
+                  "quick": [model_shape("qwen3-30b-a3b", t) for t in (64, 1024)],
+                  "cpu": [model_shape("mixtral-8x7b", 64, CPU_SCALE), model_shape("deepseek-v3", 4, CPU_SCALE)]},
     size_key=lambda s: s["T"],
     cases=("random", "one_expert"),
     doc="Top-k routed SwiGLU experts; prefill is compute-bound, decode is bound by reading expert weights.",
