@@ -1,0 +1,308 @@
+"""MoE in Triton, the vLLM-style fused kernel: route, align, then two grouped GEMM launches over all experts.
+
+The torch loop launches two GEMMs per expert hit, gathers x into a permuted copy and scatters the results back.
+Here the whole layer is four launches, whatever the number of experts:
+
+1. ``moe_topk``: softmax over the E router logits and each token's top_k experts -> weights[T,k] f32, ids[T,k].
+2. ``moe_align``: the T*k routed *slots* (slot s = t*k + j) sorted by expert, each expert's group padded to
+   BLOCK_M rows with the sentinel T*k, plus the expert of every BLOCK_M-row block (-1 past the end). After this,
+   every row block of the grouped GEMM belongs to exactly one expert: one weight matrix per program.
+3. gate/up: a program owns (one row block) x (one BLOCK_N tile of I). It reads its expert from expert_ids, gathers
+   its A rows straight from x through ``token = sorted_ids // top_k`` (no permuted copy of x: a gather costs the
+   same DRAM bytes as a contiguous load, and the copy would cost a write and a read of T*k*d elements), and runs
+   *one* K loop over d with *two* fp32 accumulators, the gate tile (w1 rows n) and the matching up tile (w1 rows
+   I + n). The epilogue applies silu(gate) * up in fp32 and stores a[slot, n]: the [T*k, 2I] gate/up activations
+   never reach DRAM, only the [T*k, I] product does.
+4. down: the same row blocks times w2[e].T (K = I, N = d); the epilogue multiplies each row by its router weight
+   and adds it into out[token] with a float32 ``tl.atomic_add``: the top_k combine is fused (a token's k rows
+   live in k different experts' blocks, so atomics are the simplest way to sum them; fp32 keeps the sum exact
+   enough, and the order of the k adds is the only nondeterminism). out is zeroed first and cast to x's dtype.
+
+Both GEMMs accumulate in fp32 with ``tl.dot`` (tensor cores for 16-bit inputs, ``input_precision="ieee"`` FMAs
+for fp32) and use grouped program order: GROUP_M consecutive row blocks take the same N tile before moving on, so
+programs running together read the same expert's weight panel from L2. MoE weights are the dominant bytes: with
+GROUP_M = 8 one weight tile fetched from DRAM feeds up to 8 row blocks of the same expert.
+
+BLOCK_M and decode. ``moe_align`` pads every hit expert to BLOCK_M rows, and the grid has one row block per
+BLOCK_M rows of the padded buffer, so BLOCK_M is fixed *before* the launch (it is the align block) and chosen
+from the expected rows per expert, T*k/E. Prefill (T = 4096, k = 2, E = 8: ~1024 rows per expert) wants
+64-128 row tiles for tensor-core efficiency (padding < 6%). Decode (T = 1, k = 2) has one row per hit expert: a
+64-row tile would be 63/64 padding, multiplied on the tensor cores for nothing, and a 64 x BLOCK_N x 2 fp32
+accumulator pins registers that a 16-row tile does not need. Decode is bound by reading the hit experts' weights
+(Mixtral, d = 4096, I = 14336: 2 experts x 3*I*d x 2 B = 704 MB, ~150 us at 4.8 TB/s, against 0.7 GFLOP): a
+16-row tile turns the kernel into a weight stream with 4x less dead MMA work and register pressure, so more
+programs stream weights at once. The smallest tile is 16 rows because tl.dot needs M >= 16 (mma.sync m16n8k16;
+wgmma needs 64-row warpgroup tiles, so decode tiles run on mma.sync, which is plenty for a memory-bound kernel).
+
+The kernels call no other ``@triton.jit`` function (SiLU is written out), so ``workbench.inspect`` compiles each on
+its own for sm_90. ``fused_moe`` is the public entry point after routing (notebooks and exercises reuse it).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.moe_align.reference import sizes as align_sizes
+from kernels.moe_align.reference import torch_sort as triton_align  # TODO: switch to v2_triton_align when it lands
+from kernels.moe_topk.reference import torch_topk as triton_topk  # TODO: switch to v2_triton_topk when it lands
+from workbench import MODE, OpError, empty, register
+
+
+# ------------------------------------------------------------------------------------------------ gate/up kernel
+@triton.jit
+def moe_gate_up_kernel(x_ptr, w1_ptr, a_ptr, sorted_ids_ptr, expert_ids_ptr, n_padded_ptr, n_slots, d, I,
+                       n_blocks, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, PRECISION: tl.constexpr):
+    # x: [T, d]; w1: [E, 2I, d] (rows 0..I-1 gate, I..2I-1 up); a: [n_slots, I], row = slot.
+    # 1-D grid of n_blocks row blocks x cdiv(I, BLOCK_N) tiles in grouped order (GROUP_M row blocks per group).
+    pid = tl.program_id(0)
+    n_n = tl.cdiv(I, BLOCK_N)
+    per_group = GROUP_M * n_n
+    first_m = (pid // per_group) * GROUP_M
+    group_m = tl.minimum(n_blocks - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_m
+    pid_n = (pid % per_group) // group_m
+
+    # The grid covers the worst case padding (no host sync on the counts); blocks past n_padded exit at once.
+    if pid_m * BLOCK_M >= tl.load(n_padded_ptr):
+        return
+    expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)  # int64: E * 2I * d passes 2^31 for big layers
+    if expert < 0:
+        return
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    slot = tl.load(sorted_ids_ptr + offs_m)  # int32; the padding holds the sentinel n_slots
+    row_ok = slot < n_slots
+    token = (slot // TOP_K).to(tl.int64)  # the A row is x[token]: gathered in place, never copied
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = offs_n < I
+    offs_k = tl.arange(0, BLOCK_K)
+
+    a_ptrs = x_ptr + token[:, None] * d + offs_k[None, :]  # [BLOCK_M, BLOCK_K]
+    # w1[e, n, k] read as a [BLOCK_K, BLOCK_N] tile (k down, n across): the B operand of x @ w1[e].T.
+    g_ptrs = w1_ptr + expert * 2 * I * d + offs_n[None, :] * d + offs_k[:, None]
+    u_ptrs = g_ptrs + I * d  # the matching up rows, I rows further down
+    acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, d, BLOCK_K):
+        k_ok = offs_k < d - k0
+        a = tl.load(a_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        g = tl.load(g_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        u = tl.load(u_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        acc_g = tl.dot(a, g, acc_g, input_precision=PRECISION)  # the A tile is loaded once for both dots
+        acc_u = tl.dot(a, u, acc_u, input_precision=PRECISION)
+        a_ptrs += BLOCK_K
+        g_ptrs += BLOCK_K
+        u_ptrs += BLOCK_K
+
+    # SwiGLU epilogue in fp32: silu(g) * u = g / (1 + exp(-g)) * u (g -> -inf: exp -> inf, g / inf -> -0).
+    h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+    a_out = a_ptr + slot.to(tl.int64)[:, None] * I + offs_n[None, :]
+    tl.store(a_out, h.to(a_ptr.dtype.element_ty), mask=row_ok[:, None] & col_ok[None, :])
+
+
+# -------------------------------------------------------------------------------------------------- down kernel
+@triton.jit
+def moe_down_kernel(a_ptr, w2_ptr, out_ptr, topk_w_ptr, sorted_ids_ptr, expert_ids_ptr, n_padded_ptr, n_slots, d,
+                    I, n_blocks, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, PRECISION: tl.constexpr):
+    # a: [n_slots, I]; w2: [E, d, I]; out: [T, d] float32, zeroed; topk_w: [n_slots] float32 (weights[T,k] flat).
+    # The same row blocks as gate/up, N = d this time: out[token] += w[slot] * (a[slot] @ w2[e].T).
+    pid = tl.program_id(0)
+    n_n = tl.cdiv(d, BLOCK_N)
+    per_group = GROUP_M * n_n
+    first_m = (pid // per_group) * GROUP_M
+    group_m = tl.minimum(n_blocks - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_m
+    pid_n = (pid % per_group) // group_m
+
+    if pid_m * BLOCK_M >= tl.load(n_padded_ptr):
+        return
+    expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
+    if expert < 0:
+        return
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    slot = tl.load(sorted_ids_ptr + offs_m)
+    row_ok = slot < n_slots
+    slot64 = slot.to(tl.int64)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = offs_n < d
+    offs_k = tl.arange(0, BLOCK_K)
+
+    a_ptrs = a_ptr + slot64[:, None] * I + offs_k[None, :]
+    b_ptrs = w2_ptr + expert * d * I + offs_n[None, :] * I + offs_k[:, None]  # w2[e, n, k] as [BLOCK_K, BLOCK_N]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, I, BLOCK_K):
+        k_ok = offs_k < I - k0
+        a = tl.load(a_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+
+    # Epilogue: router weight, then the top-k combine as fp32 atomics into out[token] (k adds per element).
+    w = tl.load(topk_w_ptr + slot64, mask=row_ok, other=0.0)
+    acc = acc * w[:, None]
+    token = slot64 // TOP_K
+    tl.atomic_add(out_ptr + token[:, None] * d + offs_n[None, :], acc, mask=row_ok[:, None] & col_ok[None, :],
+                  sem="relaxed")
+
+
+# ------------------------------------------------------------------------------------------------------ configs
+def _cfg(bn: int, bk: int, warps: int, stages: int) -> triton.Config:
+    return triton.Config({"BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages)
+
+
+# BLOCK_M is not tuned: it is the align block, chosen on the host from the rows per expert (block_m_for) before
+# the align kernel runs. The autotuner picks the rest per (N, K, BLOCK_M). Hopper candidates for 16-bit inputs;
+# shared memory per stage is (BLOCK_M + n_b * BLOCK_N) * BLOCK_K * 2 B, n_b = 2 weight tiles for gate/up.
+CONFIGS = [
+    _cfg(64, 64, 4, 4),
+    _cfg(128, 64, 4, 3),
+    _cfg(64, 128, 4, 3),
+    _cfg(128, 64, 8, 3),
+    _cfg(256, 64, 8, 3),
+    _cfg(32, 128, 4, 4),
+]
+# fp32 (ieee FMA dots, operands replicated in registers): small tiles only.
+FP32_CONFIGS = [_cfg(32, 32, 4, 2), _cfg(64, 16, 4, 2), _cfg(32, 16, 4, 2)]
+_FP32_IDS = {id(c) for c in FP32_CONFIGS}
+# cpu mode: one fixed small config. The interpreter costs ~1 ms per program plus ~0.1 ms per K step and its times
+# say nothing about a GPU. 16-wide N and 16-deep K tiles give the check shapes (d, I <= 33) several N tiles and K
+# steps with ragged tails in both.
+CPU_CONFIG = _cfg(16, 16, 4, 1)
+CPU_BLOCK_M = 16
+SMEM_BYTES = 227 * 1024  # H100/H200 shared memory per block (opt-in maximum)
+
+
+def block_m_for(n_slots: int, n_experts: int) -> int:
+    """Return the align block / BLOCK_M for n_slots = T*top_k routed rows over n_experts experts.
+
+    Decode-sized problems (<= 16 rows per expert on average) take 16-row tiles; prefill 64, and 128 once an
+    expert's group is long enough that the padding (< BLOCK_M rows per expert) stays under ~10%.
+    """
+    if MODE != "gpu":
+        return CPU_BLOCK_M
+    per_expert = n_slots / max(n_experts, 1)
+    return 16 if per_expert <= 16 else 64 if per_expert <= 1024 else 128
+
+
+def _prune(n_b: int, w_name: str):
+    """Return an early_config_prune keeping this dtype's configs that fit shared memory and registers."""
+    def prune(configs: list, named_args: dict, **kw) -> list:
+        bm = kw.get("BLOCK_M", 64)
+        esize = named_args[w_name].element_size()
+        fp32 = esize == 4
+
+        def ok(c: triton.Config) -> bool:
+            bn, bk = c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"]
+            smem = max(c.num_stages, 1) * (bm + n_b * bn) * bk * esize
+            acc_regs = n_b * bm * bn // (32 * c.num_warps)  # fp32 accumulator registers per thread
+            return smem <= SMEM_BYTES and acc_regs <= (32 if fp32 else 128)
+
+        keep = [c for c in configs if (id(c) in _FP32_IDS) == fp32 and ok(c)]
+        return keep or [FP32_CONFIGS[-1] if fp32 else CONFIGS[0]]
+
+    return prune
+
+
+if MODE == "gpu":
+    _KEY = ["d", "I", "BLOCK_M"]
+    _gate_up = triton.autotune(CONFIGS + FP32_CONFIGS, key=_KEY,
+                               prune_configs_by={"early_config_prune": _prune(2, "w1_ptr")})(moe_gate_up_kernel)
+    # Timing runs repeat the atomics: zero out before each one.
+    _down = triton.autotune(CONFIGS + FP32_CONFIGS, key=_KEY, reset_to_zero=["out_ptr"],
+                            prune_configs_by={"early_config_prune": _prune(1, "w2_ptr")})(moe_down_kernel)
+else:
+    _gate_up = _down = None
+
+
+def _precision(dtype: torch.dtype) -> str:
+    return "ieee" if dtype == torch.float32 else "tf32"  # a true fp32 dot for fp32; ignored for 16-bit inputs
+
+
+# --------------------------------------------------------------------------------------------------- host side
+def fused_moe(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, topk_weights: torch.Tensor,
+              topk_ids: torch.Tensor, block_m: int | None = None) -> torch.Tensor:
+    """Run the experts on already-routed tokens and return out[T, d] in x's dtype.
+
+    ``topk_weights[T,k]`` (float32) and ``topk_ids[T,k]`` (int32) come from routing (``moe_topk``); ``block_m``
+    is the align block and BLOCK_M of both GEMMs (default: ``block_m_for(T*k, E)``; a multiple of 16).
+    """
+    t, d = x.shape
+    e, two_i, _ = w1.shape
+    i = two_i // 2
+    k = topk_ids.shape[1]
+    if tuple(topk_weights.shape) != (t, k) or tuple(topk_ids.shape) != (t, k):
+        raise OpError(f"moe/triton_fused: topk_weights and topk_ids must both be [T, top_k] = [{t}, {k}], got "
+                      f"{tuple(topk_weights.shape)} and {tuple(topk_ids.shape)}")
+    bm = block_m_for(t * k, e) if block_m is None else int(block_m)
+    if bm < 16 or bm % 16:
+        raise OpError(f"moe/triton_fused: block_m must be a multiple of 16 (tl.dot's smallest M), got {bm}")
+    out32 = torch.zeros((t, d), dtype=torch.float32, device=x.device)  # atomics add into it: zeros, not poison
+    if t == 0:
+        return out32.to(x.dtype)
+    x, w1, w2 = x.contiguous(), w1.contiguous(), w2.contiguous()
+    ids = topk_ids.to(torch.int32).contiguous()
+    weights = topk_weights.to(torch.float32).contiguous()
+    sorted_ids, expert_ids, n_padded = triton_align(ids, e, bm)
+    n_slots = t * k
+    n_blocks = expert_ids.shape[0]
+    assert n_blocks == align_sizes(t, k, e, bm)[1], "moe_align returned a block count off its contract"
+    a = empty((n_slots, i), x.dtype, x.device)  # silu(gate) * up per slot, read back by the down GEMM
+    prec = _precision(x.dtype)
+    up_args = (x, w1, a, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)
+    down_args = (a, w2, out32, weights, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)
+    if _gate_up is not None:
+        _gate_up[lambda m: (n_blocks * triton.cdiv(i, m["BLOCK_N"]),)](*up_args, TOP_K=k, BLOCK_M=bm,
+                                                                       PRECISION=prec)
+        _down[lambda m: (n_blocks * triton.cdiv(d, m["BLOCK_N"]),)](*down_args, TOP_K=k, BLOCK_M=bm,
+                                                                    PRECISION=prec)
+    else:
+        c = CPU_CONFIG
+        launch = {"TOP_K": k, "BLOCK_M": bm, "PRECISION": prec, **c.kwargs, "num_warps": c.num_warps,
+                  "num_stages": c.num_stages}
+        moe_gate_up_kernel[(n_blocks * triton.cdiv(i, c.kwargs["BLOCK_N"]),)](*up_args, **launch)
+        moe_down_kernel[(n_blocks * triton.cdiv(d, c.kwargs["BLOCK_N"]),)](*down_args, **launch)
+    return out32 if x.dtype == torch.float32 else out32.to(x.dtype)
+
+
+# -------------------------------------------------------------------------------------------------- inspection
+_TL = {"fp32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}
+
+
+def inspect_spec(kernel: str = "gate_up", dtype: str = "fp16", block_m: int = 64, config: triton.Config | None = None
+                 ) -> dict:
+    """Return the workbench.inspect spec of the gate/up (default) or down kernel for one GPU config.
+
+    Default config: 16-bit ``CONFIGS[1]`` (BLOCK_N 128, BLOCK_K 64, 4 warps, 3 stages) at BLOCK_M 64 (prefill);
+    ``block_m=16`` is the decode tile; fp32 defaults to ``FP32_CONFIGS[0]``.
+    """
+    if kernel not in ("gate_up", "down"):
+        raise ValueError(f"moe/triton_fused: kernel must be 'gate_up' or 'down', got {kernel!r}")
+    if dtype not in _TL:
+        raise ValueError(f"moe/triton_fused: dtype must be one of {sorted(_TL)}, got {dtype!r}")
+    c = config or (FP32_CONFIGS[0] if dtype == "fp32" else CONFIGS[1])
+    p = _TL[dtype]
+    ints = {"n_slots": "i32", "d": "i32", "I": "i32", "n_blocks": "i32"}
+    idx = {"sorted_ids_ptr": "*i32", "expert_ids_ptr": "*i32", "n_padded_ptr": "*i32"}
+    if kernel == "gate_up":
+        fn, sig = moe_gate_up_kernel, {"x_ptr": p, "w1_ptr": p, "a_ptr": p, **idx, **ints}
+    else:
+        fn, sig = moe_down_kernel, {"a_ptr": p, "w2_ptr": p, "out_ptr": "*fp32", "topk_w_ptr": "*fp32", **idx,
+                                    **ints}
+    return {"kind": "triton", "fn": fn, "signature": sig,
+            "constexprs": {"TOP_K": 2, "BLOCK_M": block_m, **c.kwargs,
+                           "PRECISION": "ieee" if dtype == "fp32" else "tf32"},
+            "num_warps": c.num_warps, "num_stages": c.num_stages}
+
+
+@register("moe", "triton_fused", backend="triton", inspect_spec=inspect_spec,
+          idea="vLLM-style: Triton top-k + align, a gate/up GEMM with fused SwiGLU, a down GEMM with atomic combine.")
+def triton_fused(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
+                 renormalize: bool = True) -> torch.Tensor:
+    weights, ids = triton_topk(router_logits, top_k, renormalize)
+    return fused_moe(x, w1, w2, weights, ids)
