@@ -26,5 +26,6 @@ step tests "$PYTHON" -m pytest -q -p no:cacheprovider tests --ignore=tests/brows
 step notebooks "$PYTHON" -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env --nbval-cell-timeout=300 notebooks/
 gpu=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name(0).replace(" ", "-"))' 2>/dev/null || echo gpu)
 step bench "$PYTHON" -m workbench bench --quick --out "$out/$gpu-$(date -u +%Y-%m-%d).json"
+step moe_goals "$PYTHON" benchmarks/moe_goals.py --out-dir "$out"
 echo "--- summary"; cat "$out/summary.txt"
 exit $status
