@@ -12,12 +12,13 @@ import workbench as wb
 from workbench.checker import DIAGNOSES
 from workbench.registry import BACKENDS, Variant
 
-OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd")
+OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
+       "moe_align")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd) beside them.
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
-# gemm_fp8 takes fp8 inputs plus scales, attention_bwd returns (dq, dk, dv): each has its own tests; the generic
-# ones cover the rest.
-GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "attention_bwd"))
+# gemm_fp8 takes fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and moe_align return
+# float32/int32 tuples whatever the input dtype: each has its own tests; the generic ones cover the rest.
+GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "attention_bwd", "moe_topk", "moe_align"))
 
 def test_ops_are_the_registered_contracts():
     assert set(FOUNDATION_OPS) <= set(OPS)
@@ -60,7 +61,7 @@ def test_torch_baseline_registered_with_the_contract(op):
     torch_vs = wb.variants(op, backend="torch")
     assert torch_vs, op
     assert torch_vs[0].source.name == "reference.py"
-    extra = {"attention": 5, "attention_bwd": 1}.get(op, 0)
+    extra = {"attention": 5, "attention_bwd": 1, "moe": int(hasattr(torch, "_grouped_mm"))}.get(op, 0)
     assert len(torch_vs) == 1 + extra, [v.name for v in torch_vs]
 
 

@@ -356,12 +356,13 @@ def reference(op: str) -> Callable[..., torch.Tensor]:
     return get_op(op).reference
 
 
-def make_inputs(op: str, *, dtype: torch.dtype | str = torch.float32, seed: int = 0,
+def make_inputs(op: str, *, dtype: torch.dtype | str | None = None, seed: int = 0,
                 device: torch.device | str | None = None, case: str = "random", **shape: Any) -> tuple:
     """Make fresh random inputs for ``op`` at ``shape`` (e.g. ``M=64, N=64, K=64``) as positional arguments.
 
     Keys listed in the op's ``call_kwargs`` (``causal``...) are not inputs: pass them to the call yourself
     (``make`` still sees them: attention_bwd's saved forward depends on ``causal``).
+    ``dtype`` defaults to float32, or to the op's first dtype when it takes no float32 (moe_align: int32).
     ``case`` picks one of the op's input cases (``"random"``; softmax also has ``"edge"``: -inf, huge values).
     """
     from workbench import device as _device
@@ -373,7 +374,7 @@ def make_inputs(op: str, *, dtype: torch.dtype | str = torch.float32, seed: int 
     if missing or extra:
         raise OpError(f"make_inputs({op!r}): expected sizes {list(spec.shape_keys)}"
                       + (f"; missing {missing}" if missing else "") + (f"; unknown {extra}" if extra else ""))
-    dt = as_dtype(dtype)
+    dt = as_dtype(dtype) if dtype is not None else (torch.float32 if torch.float32 in spec.dtypes else spec.dtypes[0])
     if dt not in spec.dtypes:
         raise OpError(f"{op} supports dtypes {[dtype_name(d) for d in spec.dtypes]}, not {dtype_name(dt)}")
     if case not in spec.cases:
