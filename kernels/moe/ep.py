@@ -54,7 +54,6 @@ from __future__ import annotations
 import datetime
 import io
 import math
-import os
 import queue as queue_mod
 import time
 import traceback
@@ -227,8 +226,8 @@ def _worker(rank: int, world: int, port: int, backend: str, jobs: list[dict], ti
             dev = torch.device("cuda", rank)
         else:
             dev = torch.device("cpu")
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        # The parent holds the TCP store (rendezvous); each rank joins it as a client.
+        # Rendezvous: the parent holds the TCP store at 127.0.0.1:port (what MASTER_ADDR:MASTER_PORT would name
+        # with torchrun's env:// init); each rank joins it as a client, then the ranks find each other through it.
         store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
         dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
         reports = []
@@ -293,7 +292,7 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
         raise ValueError(f"world must be >= 1, got {world}")
     defaults = {"T": 64, "d": 64, "I": 128, "E": 8, "top_k": 2, "dtype": torch.float32, "seed": 0,
                 "case": "random", "renormalize": True}
-    jobs = []
+    jobs, inputs = [], []
     for cfg in configs:
         unknown = set(cfg) - set(defaults)
         if unknown:
@@ -302,6 +301,10 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
         if c["E"] % world:
             raise ValueError(f"E = {c['E']} experts do not split evenly over world = {world} ranks")
         shape = {k: c[k] for k in ("T", "d", "I", "E", "top_k")}
+        # Made here first: a bad shape, dtype or case fails now, in the caller, not in every rank; the reference
+        # below runs on these same tensors. The ranks remake them from the seed (see _worker).
+        inputs.append(workbench.make_inputs("moe", dtype=c["dtype"], seed=c["seed"], device="cpu", case=c["case"],
+                                            **shape))
         jobs.append({"shape": shape, "dtype": c["dtype"], "seed": c["seed"], "case": c["case"],
                      "renormalize": c["renormalize"], "repeats": repeats})
     backend = _pick_backend(backend, world)
@@ -353,11 +356,9 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
     out = []
     for j, job in enumerate(jobs):
         s = job["shape"]
-        inputs = workbench.make_inputs("moe", dtype=job["dtype"], seed=job["seed"], device="cpu",
-                                       case=job["case"], **s)
         kw = {"renormalize": job["renormalize"]}
-        ref = ref_fn(*inputs, **kw)
-        base = torch_loop(*inputs, **kw)
+        ref = ref_fn(*inputs[j], **kw)
+        base = torch_loop(*inputs[j], **kw)
         got = torch.cat([reports[r][j]["out"] for r in range(world)])
         stats = [reports[r][j]["stats"] for r in range(world)]
         atol, rtol = tolerance(job["dtype"], s)
