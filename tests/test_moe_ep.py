@@ -59,6 +59,8 @@ def test_plan_dispatch_split_sizes():
 def test_ep_bad_inputs_fail_in_the_caller():
     with pytest.raises(ValueError, match="do not split evenly"):
         run_ep_check(world=2, E=5)
+    with pytest.raises(ValueError, match="top_k"):  # the contract's validate runs before any rank starts
+        run_ep_check(world=2, E=4, top_k=5)
 
 
 def test_ep_timeout_kills_the_ranks():

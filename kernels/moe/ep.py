@@ -229,7 +229,8 @@ def _worker(rank: int, world: int, port: int, backend: str, jobs: list[dict], ti
         # Rendezvous: the parent holds the TCP store at 127.0.0.1:port (what MASTER_ADDR:MASTER_PORT would name
         # with torchrun's env:// init); each rank joins it as a client, then the ranks find each other through it.
         store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout,
+                                device_id=dev if dev.type == "cuda" else None)  # NCCL: bind the rank to its GPU
         reports = []
         for job in jobs:
             s = job["shape"]
@@ -303,8 +304,9 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
         shape = {k: c[k] for k in ("T", "d", "I", "E", "top_k")}
         # Made here first: a bad shape, dtype or case fails now, in the caller, not in every rank; the reference
         # below runs on these same tensors. The ranks remake them from the seed (see _worker).
-        inputs.append(workbench.make_inputs("moe", dtype=c["dtype"], seed=c["seed"], device="cpu", case=c["case"],
-                                            **shape))
+        inp = workbench.make_inputs("moe", dtype=c["dtype"], seed=c["seed"], device="cpu", case=c["case"], **shape)
+        workbench.get_op("moe").validate(*inp, renormalize=c["renormalize"])  # top_k in [1, E], shapes, dtypes
+        inputs.append(inp)
         jobs.append({"shape": shape, "dtype": c["dtype"], "seed": c["seed"], "case": c["case"],
                      "renormalize": c["renormalize"], "repeats": repeats})
     backend = _pick_backend(backend, world)
@@ -340,7 +342,7 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
                 continue
             if kind == "error":
                 raise RuntimeError(f"ep rank {rank} of {world} failed (backend {backend}):\n{payload}")
-            reports[rank] = torch.load(io.BytesIO(payload), weights_only=False)
+            reports[rank] = torch.load(io.BytesIO(payload), weights_only=True)  # tensors, lists, numbers
         for p in procs:
             p.join(timeout=10)
     finally:
@@ -403,6 +405,8 @@ def run_ep_check(world: int = 2, T: int = 64, d: int = 64, I: int = 128, E: int 
     ``max_abs_err`` (vs the reference), ``max_abs_err_vs_torch_loop``, ``tol``, the rows each rank sent to and
     received from each rank, the bytes each all-to-all moved (``bytes``: all rows; ``bytes_cross_rank``: rows
     that left their rank), ``ep_ms`` (slowest rank, best of 3 calls) and ``wall_s`` (spawn included).
+    Call it from a notebook cell as is; a script must call it under ``if __name__ == "__main__":`` because
+    spawned ranks re-import the main script.
     """
     cfg = {"T": T, "d": d, "I": I, "E": E, "top_k": top_k, "dtype": dtype, "seed": seed, "case": case,
            "renormalize": renormalize}
