@@ -59,7 +59,7 @@ def test_numba_naive_passes_checker():
 
 def test_cuda_permute_passes_checker():
     v = _cuda()
-    rep = wb.check(v, shapes=SHAPES + CUDA_EXTRA, seeds=(0, 1))
+    rep = wb.check(v, shapes=SHAPES + CUDA_EXTRA, seeds=(0,))
     assert rep.ok, rep.summary()
     assert not rep.skipped, rep.skipped
     assert {c.dtype for c in rep.cases} == {"float32", "float16", "bfloat16"}

@@ -85,9 +85,9 @@ def moe_token(x, logits, w1, w2, out, ids, wts, h, top_k, renormalize):
         g = float32(0.0)
         u = float32(0.0)
         for c in range(d):  # rows i and I + i of w1[e]: contiguous along d for one thread, stride d across threads
-            xv = float32(x[t, c])
-            g += xv * float32(w1[e, i, c])
-            u += xv * float32(w1[e, inter + i, c])
+            xv = float32(x[t, c])  # fp32 x fp16 -> fp32: exact products, and one conversion serves both sums
+            g += xv * w1[e, i, c]
+            u += xv * w1[e, inter + i, c]
         h[t, j, i] = g / (float32(1.0) + math.exp(-g)) * u  # silu(g) * u; g -> -inf gives -0, not NaN
     cuda.syncthreads()  # all of h[t] is written before the down projection reads it
 
@@ -98,7 +98,7 @@ def moe_token(x, logits, w1, w2, out, ids, wts, h, top_k, renormalize):
             e = ids[t, j]
             part = float32(0.0)
             for i in range(inter):
-                part += h[t, j, i] * float32(w2[e, c, i])
+                part += h[t, j, i] * w2[e, c, i]  # h is fp32: the product is fp32 whatever w2's dtype
             acc += wts[t, j] * part
         out[t, c] = acc  # rounded once, to x's dtype
 
