@@ -44,10 +44,15 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.moe_align.reference import sizes as align_sizes
-from kernels.moe_align.reference import torch_sort as triton_align  # TODO: switch to v2_triton_align when it lands
-from kernels.moe_topk.reference import torch_topk as triton_topk  # TODO: switch to v2_triton_topk when it lands
 from workbench import MODE, OpError, empty, register
+from workbench.registry import get_op
+
+# The helper ops' variants register in their own teaching order before one of them is imported here directly.
+get_op("moe_topk", with_variants=True)
+get_op("moe_align", with_variants=True)
+from kernels.moe_align import v2_triton_align  # noqa: E402
+from kernels.moe_align.reference import sizes as align_sizes  # noqa: E402
+from kernels.moe_topk.v2_triton_topk import triton_topk  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------ gate/up kernel
@@ -248,7 +253,9 @@ def fused_moe(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, topk_weights:
     x, w1, w2 = x.contiguous(), w1.contiguous(), w2.contiguous()
     ids = topk_ids.to(torch.int32).contiguous()
     weights = topk_weights.to(torch.float32).contiguous()
-    sorted_ids, expert_ids, n_padded = triton_align(ids, e, bm)
+    # The launchers themselves, not the registered variants: those validate topk_ids against E with a min/max
+    # that syncs with the host, and the pipeline is meant to run without one (CUDA-graph friendly).
+    sorted_ids, expert_ids, n_padded = v2_triton_align.run(ids, e, bm)
     n_slots = t * k
     n_blocks = expert_ids.shape[0]
     assert n_blocks == align_sizes(t, k, e, bm)[1], "moe_align returned a block count off its contract"
@@ -294,15 +301,27 @@ def inspect_spec(kernel: str = "gate_up", dtype: str = "fp16", block_m: int = 64
     else:
         fn, sig = moe_down_kernel, {"a_ptr": p, "w2_ptr": p, "out_ptr": "*fp32", "topk_w_ptr": "*fp32", **idx,
                                     **ints}
-    return {"kind": "triton", "fn": fn, "signature": sig,
+    # As launched for a real layer (d = 4096, I = 14336): Triton specialises integer arguments divisible by 16, and
+    # knowing the row strides d and I are multiples of 16 is what lets it vectorise the tile loads (16 B per thread).
+    div16 = [k for k, v in sig.items() if v.startswith("*")] + ["d", "I"]
+    return {"kind": "triton", "fn": fn, "signature": sig, "divisible_by_16": div16,
             "constexprs": {"TOP_K": 2, "BLOCK_M": block_m, **c.kwargs,
                            "PRECISION": "ieee" if dtype == "fp32" else "tf32"},
             "num_warps": c.num_warps, "num_stages": c.num_stages}
 
 
-@register("moe", "triton_fused", backend="triton", inspect_spec=inspect_spec,
+def _supports(shape: dict) -> str | None:
+    """Refuse what the Triton top-k or align kernels refuse (E beyond one program's row or scan)."""
+    for v in (triton_topk, v2_triton_align.triton_align):
+        why = v.supports(shape) if v.supports is not None else None
+        if why:
+            return f"moe/triton_fused routes with {v.op}/{v.name}, which refuses this shape: {why}"
+    return None
+
+
+@register("moe", "triton_fused", backend="triton", supports=_supports, inspect_spec=inspect_spec,
           idea="vLLM-style: Triton top-k + align, a gate/up GEMM with fused SwiGLU, a down GEMM with atomic combine.")
 def triton_fused(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                  renormalize: bool = True) -> torch.Tensor:
-    weights, ids = triton_topk(router_logits, top_k, renormalize)
+    weights, ids = triton_topk.fn(router_logits, top_k, renormalize)
     return fused_moe(x, w1, w2, weights, ids)
