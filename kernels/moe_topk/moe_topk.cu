@@ -20,6 +20,8 @@
 // moves that for 16K tokens in ~2 us, while the 8 rounds cost 8 * (8 compares + 10 shuffles) per lane: small next
 // to the launch (~3 us). The point of fusing is the [T, E] fp32 probabilities never touch memory (16 MiB at
 // T = 16K, E = 256, written then read back by an unfused softmax + topk).
+// ptxas (sm_90, no spills): 23 registers at VPL = 1, 48 at VPL = 8 (E <= 256), 79 at 16, 146 at 32 (E <= 1024:
+// 3 blocks of 4 warps per SM), no shared memory.
 // One warp per token leaves lanes idle when E < 32 (E = 8: 24 of 32 lanes hold only padding); that is cheap at
 // these sizes, and packing 4 tokens per warp would only pay for routers with very few experts.
 #include <cuda_bf16.h>

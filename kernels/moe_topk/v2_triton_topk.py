@@ -25,7 +25,8 @@ from workbench import MODE, empty, register
 MAX_E = 4096  # one row of logits per program at most: 4096 fp32 = 32 registers per thread at 4 warps
 # Logits per program. The interpreter's cost is per tl op (~3 ms per tl.max/tl.min call, two per round), not per
 # element, so cpu mode takes 4x bigger tiles: fewer programs, the same code path.
-TILE = 2048 if MODE == "gpu" else 8192
+GPU_TILE = 2048
+TILE = GPU_TILE if MODE == "gpu" else 8192
 MAX_ROWS = 64  # tokens per program at most (E <= 32 at the GPU tile)
 
 
@@ -69,10 +70,11 @@ def moe_topk_kernel(x_ptr, w_ptr, ids_ptr, T, E, top_k, RENORM: tl.constexpr, BL
     tl.store(ids_ptr + out, id_acc, mask=keep)
 
 
-def tiles(e: int, top_k: int) -> tuple[int, int, int]:
-    """Return (BLOCK_T, BLOCK_E, BLOCK_K) for ``e`` experts and ``top_k``: ~TILE logits per program."""
+def tiles(e: int, top_k: int, tile: int | None = None) -> tuple[int, int, int]:
+    """Return (BLOCK_T, BLOCK_E, BLOCK_K) for ``e`` experts and ``top_k``: ~``tile`` logits per program (default:
+    this mode's TILE)."""
     block_e = triton.next_power_of_2(e)
-    return max(1, min(MAX_ROWS, TILE // block_e)), block_e, triton.next_power_of_2(top_k)
+    return max(1, min(MAX_ROWS, (tile or TILE) // block_e)), block_e, triton.next_power_of_2(top_k)
 
 
 def _supports(shape: dict) -> str | None:
@@ -84,7 +86,7 @@ def _supports(shape: dict) -> str | None:
 
 def _spec(e: int = 256, top_k: int = 8, dtype: str = "bf16") -> dict:
     """Return the wb.inspect spec for ``e`` experts, ``top_k`` and logits of ``dtype`` (default DeepSeek-V3-like)."""
-    bt, be, bk = tiles(e, top_k)
+    bt, be, bk = tiles(e, top_k, GPU_TILE)
     return {"kind": "triton", "fn": moe_topk_kernel,
             "signature": {"x_ptr": f"*{dtype}", "w_ptr": "*fp32", "ids_ptr": "*i32", "T": "i32", "E": "i32",
                           "top_k": "i32"},
