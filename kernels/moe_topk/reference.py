@@ -59,6 +59,8 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     logits = torch.stack(rows) if t else torch.zeros(0, e)
     if case == "one_expert":  # every token's favourite is expert 0 by a wide margin
         logits[:, 0] = 10.0
+    elif case == "ties":  # three levels only: equal probabilities everywhere, the lower expert id must win
+        logits = (logits > 1.0).float() - (logits < -1.0).float()
     return logits.to(dtype).to(device), k
 
 
@@ -96,7 +98,7 @@ OP_SPEC = register_op(Op(
                   "quick": [{"T": 4096, "E": 256, "top_k": 8}],
                   "cpu": [{"T": 16, "E": 64, "top_k": 4}]},
     size_key=lambda s: s["T"],
-    cases=("random", "one_expert"),
+    cases=("random", "one_expert", "ties"),
     doc="Router softmax + top-k: tiny and memory-bound; fused, it saves a round trip of the [T,E] probabilities.",
     outputs=("weights", "ids"),
     out_dtypes=lambda dt: (torch.float32, torch.int32),
@@ -104,11 +106,12 @@ OP_SPEC = register_op(Op(
 
 
 @register(OP, "torch_topk", backend="torch",
-          idea="Baseline: torch.softmax in float32, torch.topk, renormalize: three launches and a [T,E] round trip.")
+          idea="Baseline: torch.softmax in float32, a stable descending sort for the top-k, renormalize.")
 def torch_topk(router_logits: torch.Tensor, top_k: int, renormalize: bool = True
                ) -> tuple[torch.Tensor, torch.Tensor]:
     p = torch.softmax(router_logits.float(), dim=-1)
-    w, ids = torch.topk(p, top_k, dim=-1)
+    ids = torch.sort(p, dim=-1, descending=True, stable=True).indices[:, :top_k]  # ties: lower id first
+    w = torch.gather(p, 1, ids)
     if renormalize:
         w = w / w.sum(dim=-1, keepdim=True)
     return w.contiguous(), ids.to(torch.int32).contiguous()
