@@ -25,14 +25,16 @@ GROUP_M = 8 one weight tile fetched from DRAM feeds up to 8 row blocks of the sa
 
 BLOCK_M and decode. ``moe_align`` pads every hit expert to BLOCK_M rows, and the grid has one row block per
 BLOCK_M rows of the padded buffer, so BLOCK_M is fixed *before* the launch (it is the align block) and chosen
-from the expected rows per expert, T*k/E. Prefill (T = 4096, k = 2, E = 8: ~1024 rows per expert) wants
-64-128 row tiles for tensor-core efficiency (padding < 6%). Decode (T = 1, k = 2) has one row per hit expert: a
-64-row tile would be 63/64 padding, multiplied on the tensor cores for nothing, and a 64 x BLOCK_N x 2 fp32
-accumulator pins registers that a 16-row tile does not need. Decode is bound by reading the hit experts' weights
-(Mixtral, d = 4096, I = 14336: 2 experts x 3*I*d x 2 B = 704 MB, ~150 us at 4.8 TB/s, against 0.7 GFLOP): a
-16-row tile turns the kernel into a weight stream with 4x less dead MMA work and register pressure, so more
-programs stream weights at once. The smallest tile is 16 rows because tl.dot needs M >= 16 (mma.sync m16n8k16;
-wgmma needs 64-row warpgroup tiles, so decode tiles run on mma.sync, which is plenty for a memory-bound kernel).
+from the expected rows per expert, T*k/E (``block_m_for``). Prefill (T = 4096, k = 2, E = 8: ~1024 rows per
+expert) wants 64-row tiles or bigger for tensor-core efficiency (padding under 64/1024 = 6%). Decode (T = 1,
+k = 2) has one row per hit expert: a 64-row tile would be 63/64 padding, multiplied on the tensor cores for
+nothing, and its 64 x BLOCK_N x 2 fp32 accumulators pin registers that a 16-row tile does not need. Decode is
+bound by reading the hit experts' weights (Mixtral, d = 4096, I = 14336: 2 experts x 3*I*d x 2 B = 704 MB,
+~150 us at 4.8 TB/s, against 0.7 GFLOP): a 16-row tile makes the kernel a weight stream with 4x less dead MMA
+work and fewer registers per program, so more programs stream weights at once. The live programs at decode are
+experts hit x N tiles (Mixtral's down GEMM: 2 x 4096/64 = 128 programs for 132 SMs; a split-K launch would add
+more and is not done here). 16 rows is the floor: tl.dot needs M >= 16 (mma.sync m16n8k16); wgmma needs 64-row
+warpgroup tiles, so decode tiles run on mma.sync, which is plenty for a memory-bound kernel.
 
 The kernels call no other ``@triton.jit`` function (SiLU is written out), so ``workbench.inspect`` compiles each on
 its own for sm_90. ``fused_moe`` is the public entry point after routing (notebooks and exercises reuse it).
@@ -63,7 +65,7 @@ def moe_gate_up_kernel(x_ptr, w1_ptr, a_ptr, sorted_ids_ptr, expert_ids_ptr, n_p
     # x: [T, d]; w1: [E, 2I, d] (rows 0..I-1 gate, I..2I-1 up); a: [n_slots, I], row = slot.
     # 1-D grid of n_blocks row blocks x cdiv(I, BLOCK_N) tiles in grouped order (GROUP_M row blocks per group).
     pid = tl.program_id(0)
-    n_n = tl.cdiv(I, BLOCK_N)
+    n_n = (I + BLOCK_N - 1) // BLOCK_N  # written out: tl.cdiv is a @jit helper, slow under the interpreter
     per_group = GROUP_M * n_n
     first_m = (pid // per_group) * GROUP_M
     group_m = tl.minimum(n_blocks - first_m, GROUP_M)
@@ -93,9 +95,10 @@ def moe_gate_up_kernel(x_ptr, w1_ptr, a_ptr, sorted_ids_ptr, expert_ids_ptr, n_p
     acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, d, BLOCK_K):
         k_ok = offs_k < d - k0
+        b_ok = k_ok[:, None] & col_ok[None, :]
         a = tl.load(a_ptrs, mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        g = tl.load(g_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
-        u = tl.load(u_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        g = tl.load(g_ptrs, mask=b_ok, other=0.0)
+        u = tl.load(u_ptrs, mask=b_ok, other=0.0)
         acc_g = tl.dot(a, g, acc_g, input_precision=PRECISION)  # the A tile is loaded once for both dots
         acc_u = tl.dot(a, u, acc_u, input_precision=PRECISION)
         a_ptrs += BLOCK_K
@@ -116,7 +119,7 @@ def moe_down_kernel(a_ptr, w2_ptr, out_ptr, topk_w_ptr, sorted_ids_ptr, expert_i
     # a: [n_slots, I]; w2: [E, d, I]; out: [T, d] float32, zeroed; topk_w: [n_slots] float32 (weights[T,k] flat).
     # The same row blocks as gate/up, N = d this time: out[token] += w[slot] * (a[slot] @ w2[e].T).
     pid = tl.program_id(0)
-    n_n = tl.cdiv(d, BLOCK_N)
+    n_n = (d + BLOCK_N - 1) // BLOCK_N
     per_group = GROUP_M * n_n
     first_m = (pid // per_group) * GROUP_M
     group_m = tl.minimum(n_blocks - first_m, GROUP_M)
@@ -162,23 +165,27 @@ def _cfg(bn: int, bk: int, warps: int, stages: int) -> triton.Config:
 
 
 # BLOCK_M is not tuned: it is the align block, chosen on the host from the rows per expert (block_m_for) before
-# the align kernel runs. The autotuner picks the rest per (N, K, BLOCK_M). Hopper candidates for 16-bit inputs;
+# the align kernel runs. The autotuner picks the rest per (d, I, BLOCK_M). Hopper candidates for 16-bit inputs;
 # shared memory per stage is (BLOCK_M + n_b * BLOCK_N) * BLOCK_K * 2 B, n_b = 2 weight tiles for gate/up.
+# ptxas registers per thread on sm_90 (Triton 3.7, fp16, d and I divisible by 16), gate/up | down, at
+# BLOCK_M = 16 / 64 / 128; "x" = spills, pruned (two accumulators of 128 x 128 fp32 over 128 threads = 256 regs):
 CONFIGS = [
-    _cfg(64, 64, 4, 4),
-    _cfg(128, 64, 4, 3),
-    _cfg(64, 128, 4, 3),
-    _cfg(128, 64, 8, 3),
-    _cfg(256, 64, 8, 3),
-    _cfg(32, 128, 4, 4),
+    _cfg(64, 64, 4, 4),  # 80 | 48, 119 | 72, 216 | 128
+    _cfg(128, 64, 4, 3),  # 144 | 88, 220 | 136, x | 211   (the inspect default at BLOCK_M = 64)
+    _cfg(64, 128, 4, 3),  # 96 | 64, 158 | 94, 232 | 162
+    _cfg(128, 64, 8, 3),  # 80 | 57, 116 | 64, 228 | 126
+    _cfg(256, 64, 8, 3),  # 144 | 89, 217 | 128, x | 246
+    _cfg(32, 128, 4, 4),  # 64 | 48, 96 | 85, 164 | 143
 ]
-# fp32 (ieee FMA dots, operands replicated in registers): small tiles only.
-FP32_CONFIGS = [_cfg(32, 32, 4, 2), _cfg(64, 16, 4, 2), _cfg(32, 16, 4, 2)]
+# fp32 (ieee FMA dots, operands replicated in registers): small tiles only. Registers as above: 32x32/4w:
+# 72 | 53, 168 | 112, 254 | 168; 32x16/4w: 56 | 56, 128 | 80, 168 | 128; 16x16/4w: 42 | 44, 80 | 62, 128 | 96.
+# (64x16/4w spills in gate/up at BLOCK_M = 128.)
+FP32_CONFIGS = [_cfg(32, 32, 4, 2), _cfg(32, 16, 4, 2), _cfg(16, 16, 4, 2)]
 _FP32_IDS = {id(c) for c in FP32_CONFIGS}
-# cpu mode: one fixed small config. The interpreter costs ~1 ms per program plus ~0.1 ms per K step and its times
-# say nothing about a GPU. 16-wide N and 16-deep K tiles give the check shapes (d, I <= 33) several N tiles and K
-# steps with ragged tails in both.
-CPU_CONFIG = _cfg(16, 16, 4, 1)
+# cpu mode: one fixed small config. The interpreter's times say nothing about a GPU, and it costs per tl op (tens
+# of us each), not per element: a program is ~40 ops of setup plus ~15 per K step, so 32-wide tiles run the check
+# shapes in about half the time of 16-wide ones. d = 33 still takes two N tiles and two K steps, both ragged.
+CPU_CONFIG = _cfg(32, 32, 4, 1)
 CPU_BLOCK_M = 16
 SMEM_BYTES = 227 * 1024  # H100/H200 shared memory per block (opt-in maximum)
 
@@ -186,8 +193,8 @@ SMEM_BYTES = 227 * 1024  # H100/H200 shared memory per block (opt-in maximum)
 def block_m_for(n_slots: int, n_experts: int) -> int:
     """Return the align block / BLOCK_M for n_slots = T*top_k routed rows over n_experts experts.
 
-    Decode-sized problems (<= 16 rows per expert on average) take 16-row tiles; prefill 64, and 128 once an
-    expert's group is long enough that the padding (< BLOCK_M rows per expert) stays under ~10%.
+    Decode-sized problems (<= 16 rows per expert on average) take 16-row tiles; prefill 64, and 128 past 1024 rows
+    per expert, where the padding (under BLOCK_M rows per hit expert) is below 128/1024 = 12.5% of the rows.
     """
     if MODE != "gpu":
         return CPU_BLOCK_M
@@ -206,7 +213,7 @@ def _prune(n_b: int, w_name: str):
             bn, bk = c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"]
             smem = max(c.num_stages, 1) * (bm + n_b * bn) * bk * esize
             acc_regs = n_b * bm * bn // (32 * c.num_warps)  # fp32 accumulator registers per thread
-            return smem <= SMEM_BYTES and acc_regs <= (32 if fp32 else 128)
+            return smem <= SMEM_BYTES and acc_regs <= (64 if fp32 else 128)
 
         keep = [c for c in configs if (id(c) in _FP32_IDS) == fp32 and ok(c)]
         return keep or [FP32_CONFIGS[-1] if fp32 else CONFIGS[0]]
