@@ -1,1 +1,8 @@
 """Register the moe variants in teaching order (the torch baseline is registered with the contract)."""
+
+from . import (  # noqa: F401
+    v1_numba_naive,  # one block per token: routes itself, reads its experts' weights once per token
+    v2_cuda_permute,  # CUDA C: topk, align, permute, grouped SIMT GEMMs, SiLU-and-mul, combine (all through HBM)
+    v3_triton_fused,  # vLLM-style: gather in the loads, SiLU-and-mul and the weighted combine in the epilogues
+    v4_torch_grouped_mm,  # torch._grouped_mm (CUTLASS grouped GEMM on Hopper), where the installed torch has it
+)
