@@ -139,3 +139,13 @@ def test_model_shapes_and_their_cpu_scale():
         s = model_shape(m, 2, CPU_SCALE)
         x, logits, w1, w2, k = wb.make_inputs("moe", **s)
         assert wb.get_op("moe").validate(x, logits, w1, w2, k) == s
+
+
+@pytest.mark.skipif(not hasattr(torch, "_grouped_mm"), reason="this torch has no _grouped_mm")
+def test_supports_gets_the_dtype_when_it_asks_for_it():
+    # The grouped GEMM's rule is 16-byte row strides: I = 20 is 80 bytes in float32 (fine), 40 in float16 (not).
+    v = wb.variant("moe", "torch_grouped_mm")
+    shape = {"T": 3, "d": 16, "I": 20, "E": 4, "top_k": 2}
+    assert v.why_not_here("float32", shape) is None
+    assert "multiples of 8 in float16" in v.why_not_here("float16", shape)
+    assert v.why_not_here(None, shape) is not None  # no dtype: refused when any dtype would refuse it

@@ -216,7 +216,7 @@ class Variant:
     source: Path | None = None  # the Python file that defines it
     cu_file: Path | None = None  # the .cu file for backend "cuda"
     expected_diagnosis: str | None = None  # set for known-wrong kernels: what the checker must say
-    supports: Callable[[dict], str | None] | None = None  # shape -> None if fine, else why not
+    supports: Callable[..., str | None] | None = None  # (shape[, dtype]) -> None if fine, else why not
     inspect_spec: Callable[[], dict] | None = None  # for workbench.inspect
     flops_fn: Callable[..., float] | None = None
     bytes_fn: Callable[..., float] | None = None
@@ -260,6 +260,8 @@ class Variant:
                 return (f"{self.op}/{self.name}: numpy has no bfloat16, so the {self.backend} emulation in cpu mode "
                         "cannot take it; use float16 or float32 here")
         if shape is not None and self.supports is not None:
+            if dtype is not None and _takes_dtype(self.supports):
+                return self.supports(shape, as_dtype(dtype))
             return self.supports(shape)
         return None
 
@@ -285,6 +287,15 @@ class Variant:
     def __repr__(self) -> str:
         where = "GPU only" if self.gpu_only else "GPU + cpu emulation"
         return f"<Variant {self.op}/{self.name} [{self.backend}, {where}]: {self.idea}>"
+
+
+def _takes_dtype(fn: Callable) -> bool:
+    """Return True when a ``supports`` function takes the dtype as a second argument: ``supports(shape, dtype)``."""
+    try:
+        params = list(_inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2 and params[1].kind in (params[1].POSITIONAL_ONLY, params[1].POSITIONAL_OR_KEYWORD)
 
 
 def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_only: bool = False,

@@ -71,14 +71,20 @@ def _why_not(dtype: torch.dtype, d: int, i: int) -> str | None:
             f"{16 // esize} in {_NAMES[dtype]})")
 
 
-def _supports(shape: dict) -> str | None:
-    """Refuse a shape that a dtype this torch takes at all (at an aligned d, I) cannot run; None otherwise.
+def _supports(shape: dict, dtype: torch.dtype | None = None) -> str | None:
+    """Refuse a shape (at ``dtype``) that this torch's grouped GEMM cannot run; None otherwise.
 
-    The registry's ``supports`` gets the shape but not the dtype, and the alignment rule is in bytes, so a shape is
-    refused when any dtype the device handles refuses it (d = I = 20 runs in float32 but not in float16: refused).
-    A dtype the device never takes (at d = I = 16 too) is left to the call, which raises UnsupportedHere.
+    With a dtype (the registry passes it when it knows it) the probe answers for that dtype. Without one, the
+    shape is refused when any dtype the device takes refuses it (the alignment rule is in bytes: d = I = 20 runs
+    in float32 but not in float16).
     """
     d, i = int(shape["d"]), int(shape["I"])
+    if dtype is not None:
+        never = _probe(_device(), dtype, 16, 16)
+        if never:
+            return (f"moe/torch_grouped_mm: torch._grouped_mm (torch {torch.__version__}) does not take "
+                    f"{_NAMES[dtype]} on {_device()}: {never}")
+        return _why_not(dtype, d, i)
     taken = [dt for dt in DTYPES if _probe(_device(), dt, 16, 16) is None]
     if not taken:
         why = _probe(_device(), DTYPES[0], 16, 16)
