@@ -62,10 +62,9 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 import workbench
-from kernels.moe.reference import route, tolerance, torch_loop
+from kernels.moe.reference import route, swiglu, tolerance, torch_loop
 
 # ------------------------------------------------------------------------------------------------------ dispatch plan
 
@@ -98,8 +97,7 @@ def plan_dispatch(ids: torch.Tensor, experts_per_rank: int, world: int) -> Dispa
 def _expert_mlp(rows: torch.Tensor, local_ids: torch.Tensor, w1_local: torch.Tensor,
                 w2_local: torch.Tensor) -> torch.Tensor:
     """Run each received row through its local expert (SwiGLU, torch_loop's math); return [rows, d] in x's dtype."""
-    n_local, two_i, _ = w1_local.shape
-    i = two_i // 2
+    n_local = w1_local.shape[0]
     out = torch.empty_like(rows)
     if rows.shape[0] == 0:
         return out
@@ -115,8 +113,7 @@ def _expert_mlp(rows: torch.Tensor, local_ids: torch.Tensor, w1_local: torch.Ten
             continue
         xe = grouped[start:start + n]
         h = xe @ w1_local[e].T  # [n, 2I]: gate rows 0..I-1, up rows I..2I-1
-        act = (F.silu(h[:, :i].float()) * h[:, i:].float()).to(rows.dtype)  # activation in fp32, like torch_loop
-        y[start:start + n] = act @ w2_local[e].T  # [n, d]
+        y[start:start + n] = swiglu(h, rows.dtype) @ w2_local[e].T  # [n, d]; activation in fp32, like torch_loop
         start += n
     out[perm] = y  # back to arrival order: combine must return rows in the order they came
     return out

@@ -52,6 +52,16 @@ def route(router_logits: torch.Tensor, top_k: int, renormalize: bool = True) -> 
     return w, ids
 
 
+def swiglu(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Return SiLU(gate) * up of gate/up rows ``h[n, 2I]`` (gate = columns 0..I-1), computed in fp32, as ``dtype``.
+
+    This is the activation of the torch paths (torch_loop, torch_grouped_mm, expert parallelism): fp32 math, then
+    rounded to the input dtype before the down projection, as a kernel with a fused epilogue stores it.
+    """
+    i = h.shape[-1] // 2
+    return (F.silu(h[..., :i].float()) * h[..., i:].float()).to(dtype)
+
+
 def reference(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
               renormalize: bool = True) -> torch.Tensor:
     """Route and run every (token, expert) pair in float64."""
@@ -155,11 +165,10 @@ OP = register_op(Op(
 def torch_loop(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                renormalize: bool = True) -> torch.Tensor:
     w, ids = route(router_logits, top_k, renormalize)
-    i = w1.shape[1] // 2
     out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
     for e in ids.unique().tolist():
         tok, slot = (ids == e).nonzero(as_tuple=True)
         h = x[tok] @ w1[e].T
-        y = (F.silu(h[:, :i].float()) * h[:, i:].float()).to(x.dtype) @ w2[e].T
+        y = swiglu(h, x.dtype) @ w2[e].T
         out.index_add_(0, tok, y.float() * w[tok, slot, None])
     return out.to(x.dtype)

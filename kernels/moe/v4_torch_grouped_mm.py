@@ -25,9 +25,8 @@ from __future__ import annotations
 import functools
 
 import torch
-import torch.nn.functional as F
 
-from kernels.moe.reference import DTYPES, route
+from kernels.moe.reference import DTYPES, route, swiglu
 from workbench import MODE, UnsupportedHere, empty, register
 
 _NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
@@ -117,7 +116,7 @@ def _run(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: tor
     offs = torch.cumsum(torch.bincount(flat, minlength=e), 0).to(torch.int32)  # group ends; empty groups repeat
     x_perm = x[token]  # [T*k, d]: the permuted copy the fused kernel avoids
     h = torch._grouped_mm(x_perm, w1.transpose(-2, -1), offs=offs)  # [T*k, 2I] in x's dtype
-    a = (F.silu(h[:, :i].float()) * h[:, i:].float()).to(x.dtype)  # contiguous [T*k, I]: 16-B row stride needed
+    a = swiglu(h, x.dtype)  # a new contiguous [T*k, I]: the next grouped GEMM needs a 16-B row stride
     y = torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)  # [T*k, d]
     out = torch.zeros((t, d), dtype=torch.float32, device=x.device)
     out.index_add_(0, token, y.float() * weights.reshape(-1)[order, None])  # top-k combine in fp32
