@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from workbench.contracts import require, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, empty, register, register_op
 
 OP = "moe_align"
 
@@ -38,6 +38,17 @@ def sizes(T: int, top_k: int, E: int, block: int) -> tuple[int, int]:  # noqa: N
     p = T * top_k + E * (block - 1)
     p = -(-p // block) * block
     return p, p // block
+
+
+def empty_outputs(topk_ids: torch.Tensor, E: int, block: int  # noqa: N803
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Allocate the int32 outputs (sorted_ids[P], expert_ids[P/block], n_padded[1]) for a kernel to fill in full.
+
+    They come from :func:`workbench.empty`, so under the checker an element a kernel never writes is caught.
+    """
+    p, nb = sizes(topk_ids.shape[0], topk_ids.shape[1], E, block)
+    dev = topk_ids.device
+    return empty((p,), torch.int32, dev), empty((nb,), torch.int32, dev), empty((1,), torch.int32, dev)
 
 
 def validate(topk_ids: torch.Tensor, E: int, block: int) -> dict:  # noqa: N803

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kernels.moe_align.reference import sizes
-from workbench import empty, register
+from kernels.moe_align.reference import empty_outputs
+from workbench import register
 from workbench.interop import to_raw
 
 HERE = Path(__file__).parent
@@ -60,13 +60,9 @@ def _spec(name: str = "moe_align_count") -> dict:
                "atomic scatter.")
 def cuda_align(topk_ids: torch.Tensor, E: int, block: int  # noqa: N803
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    t, k = topk_ids.shape
-    n = t * k
-    p, nb = sizes(t, k, E, block)
-    dev = topk_ids.device
-    sorted_ids = empty((p,), torch.int32, dev)
-    expert_ids = empty((nb,), torch.int32, dev)
-    n_padded = empty((1,), torch.int32, dev)
+    n = topk_ids.numel()
+    sorted_ids, expert_ids, n_padded = empty_outputs(topk_ids, E, block)
+    p, dev = sorted_ids.numel(), topk_ids.device
     g = grid_for(n)
     if g > 1:  # workspace [counts E | ticket 1 | cursor E]: the counts and the ticket must start at zero (the memset)
         ws = torch.zeros(2 * E + 1, dtype=torch.int32, device=dev)

@@ -27,8 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.moe_align.reference import sizes
-from workbench import MODE, empty, register
+from kernels.moe_align.reference import empty_outputs
+from workbench import MODE, register
 
 BLOCK_N = 1024  # slots per program
 # Compares per program in the row-block search: [BLOCK_B, BLOCK_E]. The interpreter's cost is per tl op, not per
@@ -111,13 +111,9 @@ def _spec(which: str = "place", e: int = 256) -> dict:
 def run(topk_ids: torch.Tensor, E: int, block: int, place=align_place_kernel  # noqa: N803
         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Run the count and ``place`` kernels (the known-wrong variant passes its own place kernel)."""
-    t, k = topk_ids.shape
-    n = t * k
-    p, nb = sizes(t, k, E, block)
-    dev = topk_ids.device
-    sorted_ids = empty((p,), torch.int32, dev)
-    expert_ids = empty((nb,), torch.int32, dev)
-    n_padded = empty((1,), torch.int32, dev)
+    n = topk_ids.numel()
+    sorted_ids, expert_ids, n_padded = empty_outputs(topk_ids, E, block)
+    p, nb, dev = sorted_ids.numel(), expert_ids.numel(), topk_ids.device
     ws = torch.zeros(2 * E, dtype=torch.int32, device=dev)  # the memset: [counts | fill] are accumulated into
     counts, fill = ws[:E], ws[E:]
     block_e, block_b = tiles(E)
