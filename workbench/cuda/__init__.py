@@ -20,6 +20,7 @@ from typing import Any
 
 from workbench._mode import MODE
 from workbench.cuda import arch
+from workbench.cuda._cubin import build_cubin
 from workbench.cuda._source import Source, has_inline_asm, load_source, rewrite_for_cpu
 from workbench.cuda.errors import (
     CompileError,
@@ -35,7 +36,7 @@ from workbench.cuda.errors import (
 __all__ = [
     "MODE", "RawKernel", "RawModule", "Function", "CompileError", "CudaError", "GpuOnlyError",
     "KernelArgumentError", "KernelLaunchError", "LaunchConfigError", "MemcheckError", "ToolchainNotFoundError",
-    "arch", "cache_dir", "clear_cache", "load_source", "has_inline_asm", "rewrite_for_cpu", "Source",
+    "arch", "build_cubin", "cache_dir", "clear_cache", "load_source", "has_inline_asm", "rewrite_for_cpu", "Source",
 ]
 
 Dims = int | tuple[int, ...]
@@ -204,11 +205,14 @@ class RawKernel:
     ``code`` is CUDA source text or a path to a ``.cu`` file; ``name`` the (extern "C") kernel name, or a
     template instantiation such as ``"softmax<128>"``. ``checked=True`` makes CPU-engine launches report
     out-of-bounds global-memory accesses (with the kernel, block and thread) by raising MemcheckError.
+    ``arch="sm_90a"`` (gpu mode) builds the kernel with nvcc for that exact target instead of NVRTC, for
+    instructions that only architecture-specific targets have (wgmma, setmaxnreg); the name must be extern "C".
     """
 
     def __init__(self, code: str | os.PathLike, name: str, options: Sequence[str] = (), *, checked: bool = False,
-                 **cupy_kwargs: Any) -> None:
+                 arch: str | None = None, **cupy_kwargs: Any) -> None:
         self.name = name
+        self.arch = arch
         self.options = tuple(options)
         self.checked = bool(checked)
         self.max_dynamic_shared_size_bytes = 0
@@ -222,7 +226,13 @@ class RawKernel:
             import cupy
 
             text, opts = _gpu_source(self.source, self.options)
-            if exprs:
+            if arch:
+                if exprs:
+                    raise CudaError(f"RawKernel(arch={arch!r}) builds extern \"C\" kernels only, not {name!r}")
+                from workbench.cuda._cubin import build_cubin
+
+                self._gpu_mod = cupy.RawModule(path=str(build_cubin(self.source, arch, self.options)))
+            elif exprs:
                 self._gpu_mod = cupy.RawModule(code=text, options=opts, name_expressions=list(exprs), **cupy_kwargs)
             else:
                 self._cupy = cupy.RawKernel(text, name, options=opts, **cupy_kwargs)
