@@ -27,7 +27,7 @@ EXPECTED = [
     "torch_matmul",
     "numba_naive", "numba_coalesced", "numba_smem", "numba_regblock",
     "cuda_naive", "cuda_coalesced", "cuda_smem", "cuda_1d_blocktile", "cuda_2d_blocktile", "cuda_vectorized",
-    "cuda_nobank", "cuda_warptile", "cuda_wmma", "cuda_mma_sync",
+    "cuda_nobank", "cuda_warptile", "cuda_wmma", "cuda_mma_sync", "cuda_wgmma_tma",
     "triton_tile", "triton_grouped", "triton_autotuned", "triton_persistent_tma",
 ]
 WRONG = {"wrong_fp16_accumulator": "precision", "wrong_missing_syncthreads": "missing_barrier",
@@ -84,9 +84,29 @@ def test_variant_passes_checker(name, reports):
         assert r.ok, r.summary()
         assert r.cases, f"{name}: nothing checked ({r.skipped})"
     shapes = {tuple(c.shape.values()) for r in _report(reports, name) for c in r.cases}
-    assert {(1, 1, 1), (17, 33, 9), (64, 64, 64)} <= shapes
-    if v.backend != "numba":
-        assert (127, 65, 129) in shapes
+    # Every required shape is checked, unless the variant refuses it with a reason (TMA: K, N multiples of 8).
+    want = {(1, 1, 1), (17, 33, 9), (64, 64, 64)} | ({(127, 65, 129)} if v.backend != "numba" else set())
+    refused = {s for s in want if v.supports is not None and v.supports(dict(zip("MNK", s, strict=True)))}
+    assert want - refused <= shapes
+    assert all(v.supports(dict(zip("MNK", s, strict=True))) for s in refused)
+
+
+# Shapes the TMA kernels accept (K, N multiples of 8) that still cut every tile: M and N edges of one and of
+# several tiles, a K tail shorter than the 64-deep k tile, one row.
+TMA_SHAPES = [{"M": 1, "N": 8, "K": 8}, {"M": 129, "N": 264, "K": 200}, {"M": 300, "N": 520, "K": 136},
+              {"M": 1000, "N": 1032, "K": 1096}]
+
+
+@pytest.mark.parametrize("name", ["cuda_wgmma_tma", "triton_persistent_tma"])
+def test_tma_variants_on_aligned_ragged_shapes(name):
+    v = wb.variant("gemm", name)
+    assert v.supports({"M": 17, "N": 33, "K": 9}) and "multiples of 8" in v.supports({"M": 17, "N": 33, "K": 9})
+    assert all(v.supports(s) is None for s in TMA_SHAPES)
+    if CPU_MODE:
+        pytest.skip(f"{name} is GPU-only")
+    r = wb.check(v, shapes=TMA_SHAPES, seeds=(0,))
+    assert r.ok, r.summary()
+    assert len(r.cases) == len(TMA_SHAPES) * len(v.dtypes)
 
 
 def test_numba_refuses_large_shapes_with_reason():
@@ -191,6 +211,20 @@ def test_cuda_tensor_core_kernels_through_wb_inspect(name, must):
     assert not missing, f"{name}: the sm_90 SASS has no {missing}"
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc/ptxas not on PATH")
+def test_wgmma_kernel_builds_for_sm90a():
+    """The cubin a GPU run loads is built here too; its SASS has wgmma, TMA loads and no spills."""
+    from workbench.cuda import build_cubin
+
+    v = wb.variant("gemm", "cuda_wgmma_tma")
+    assert build_cubin(v.cu_file, "sm_90a").stat().st_size > 10_000
+    r = wb.inspect(v, arch="sm_90")  # the spec asks for sm_90a
+    assert r.arch == "sm_90a" and r.spill_stores == 0 and r.threads_per_block == 384
+    assert r.instruction_mix["HGMMA"] == 4, "one k tile = 4 wgmma.m64n256k16"
+    assert r.instruction_mix["UTMALDG (TMA)"] == 5, "a stage = one a box and four b boxes"
+    assert r.registers <= 168  # 384 threads, 1 block/SM: 65536 / 384 rounded down to 8
+
+
 @pytest.mark.parametrize("op", ["gemm", "gemm_fp8"])
 def test_triton_gpu_only_through_wb_inspect(op):
     checked = 0
@@ -198,6 +232,9 @@ def test_triton_gpu_only_through_wb_inspect(op):
         if v.gpu_only and v.backend == "triton":
             r = wb.inspect(v, arch="sm_90")  # in-process, even under the interpreter (cpu mode)
             assert "wgmma.mma_async" in r.ptx, f"{v.name}: no wgmma in the sm_90 PTX"  # fp8 runs as QGMMA in SASS
+            if op == "gemm_fp8":  # as launched (N, K % 16 == 0): pipelined 16-byte cp.async loads, no spills
+                assert r.spill_stores == 0 and r.instruction_mix["QGMMA (fp8)"], r.ptxas_log
+                assert r.opcodes.get("LDGSTS.E.BYPASS.128"), "fp8 tiles should arrive by 16-byte cp.async"
             checked += 1
     assert checked, f"{op} has no GPU-only Triton variant"
 

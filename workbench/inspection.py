@@ -215,12 +215,14 @@ def instruction_mix(sass: str) -> tuple[dict[str, int], dict[str, int]]:
         "FMUL/FADD": base["FMUL"] + base["FADD"],
         "HMMA": base["HMMA"],
         "HGMMA": base["HGMMA"],
+        "QGMMA (fp8)": base["QGMMA"],
         "IMMA": base["IMMA"],
         "LDG.32": ldg[32],
         "LDG.64": ldg[64],
         "LDG.128": ldg[128],
         "STG": base["STG"],
         "LDGSTS (cp.async)": base["LDGSTS"],
+        "UTMALDG (TMA)": base["UTMALDG"],
         "LDS": base["LDS"],
         "LDSM (ldmatrix)": base["LDSM"],
         "STS": base["STS"],
@@ -493,10 +495,14 @@ def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = N
     a Triton ``@triton.jit`` function with ``signature=``, ``constexprs=``, ``num_warps=``, ``num_stages=``;
     a spec dict; or an object with ``inspect_spec()``. ``threads_per_block`` and ``dynamic_smem`` feed the
     occupancy figures (CUDA C defaults to the kernel's ``__launch_bounds__``, Triton to ``num_warps * 32``).
-    Raises ToolchainNotFoundError (saying what to install) when nvcc/ptxas are missing.
+    A spec's ``"arch": "sm_90a"`` replaces a requested ``sm_90``. Raises ToolchainNotFoundError (saying what to
+    install) when nvcc/ptxas are missing.
     """
     spec = _spec_of(kernel_or_variant, name, tuple(options), triton_spec)
     _arch.get(arch)  # validate early
+    need = spec.get("arch")  # a kernel built for an architecture-specific target (sm_90a: wgmma, setmaxnreg)
+    if need and _arch.get(need).name == _arch.get(arch).name:
+        arch = need
     if spec.get("kind", "cuda") == "cuda":
         from workbench.cuda._source import load_source
 
