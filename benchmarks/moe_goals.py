@@ -21,9 +21,6 @@ Usage: python benchmarks/moe_goals.py [--out-dir out/moe-goals] [--smoke]
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import re
 import sys
 from pathlib import Path
 
@@ -31,48 +28,17 @@ import torch
 
 import workbench as wb
 from kernels.moe.reference import CPU_SCALE, model_shape, route
-from workbench.results import save_results
+from workbench.goals import COPY_BYTES, ROOT, copy_bandwidth_gbs, refuse_without_gpu, timed, write
 
-ROOT = Path(__file__).resolve().parents[1]
 PREFILL = ("mixtral-8x7b", 4096)
 DECODE = ("deepseek-v3", (1, 16, 64))
 MOE_VARIANTS = ("triton_fused", "torch_grouped_mm", "torch_loop", "cuda_permute")
-COPY_BYTES = 4 * 2**30  # 4 GiB: far beyond the 60 MB L2, so the copy streams from HBM
-
-
-def copy_bandwidth_gbs(nbytes: int = COPY_BYTES) -> float:
-    """Return the measured device-to-device copy bandwidth in GB/s (bytes read + bytes written per second)."""
-    from workbench.timer import _quantiles, time_cpu, time_gpu
-
-    n = nbytes // 4
-    src = torch.ones(n, dtype=torch.float32, device=wb.device())
-    dst = torch.empty_like(src)
-    timer = time_gpu if wb.mode() == "gpu" else time_cpu
-    med = _quantiles(timer(lambda i: dst.copy_(src), 1))[0]
-    return 2 * n * 4 / (med * 1e-3) / 1e9
 
 
 def experts_hit(shape: dict, dtype: torch.dtype) -> int:
     """Return how many experts the benchmark's own inputs (seed 0) route at least one token to."""
     x, logits, *_ = wb.make_inputs("moe", dtype=dtype, seed=0, **shape)
     return int(route(logits, shape["top_k"])[1].unique().numel())
-
-
-def timed(name: str, shape: dict, dtype: torch.dtype, command: str, notes: list[str]) -> dict | None:
-    """Check then time moe/<name> at ``shape``; None (with a note) when it is missing or cannot run here."""
-    try:
-        v = wb.variant("moe", name)
-    except KeyError as e:
-        notes.append(f"moe/{name}: not registered ({e})")
-        return None
-    why = v.why_not_here(dtype, shape)
-    if why:
-        notes.append(f"moe/{name} at {shape}: {why}")
-        return None
-    rec = wb.bench(v, dtype=dtype, command=command, **shape)
-    print(f"moe/{name:<18} T={shape['T']:<5} {rec['time_ms']:9.3f} ms  "
-          + (f"{rec['tflops']:7.1f} TFLOP/s" if rec["tflops"] is not None else "emulated"), flush=True)
-    return rec
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,14 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--smoke", action="store_true", help="no GPU: check the plumbing at cpu-mode sizes (torch only)")
     a = p.parse_args(argv)
     gpu = wb.mode() == "gpu"
-    if not gpu and not a.smoke:
-        print("moe_goals: no GPU here (cpu mode). GPU figures only come from a GPU; --smoke runs the plumbing.",
-              file=sys.stderr)
-        return 2
-    if not gpu and (a.out_dir.resolve() == (ROOT / "results").resolve()):
-        print("moe_goals: --smoke never writes into results/ (emulated and CPU times are not GPU results)",
-              file=sys.stderr)
-        return 2
+    refused = refuse_without_gpu("moe_goals", a.smoke, a.out_dir)
+    if refused is not None:
+        return refused
     command = "python benchmarks/moe_goals.py " + " ".join(argv if argv is not None else sys.argv[1:])
     dtype = torch.bfloat16 if gpu else torch.float32
     scale = 1 if gpu else CPU_SCALE
@@ -100,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- prefill at the Mixtral shape: vs torch._grouped_mm and vs a dense matmul of the same FLOPs
     pshape = model_shape(PREFILL[0], PREFILL[1] if gpu else 64, scale)
-    pre = {n: timed(n, pshape, dtype, command, notes) for n in names}
+    pre = {n: timed("moe", n, pshape, dtype, command, notes) for n in names}
     records += [r for r in pre.values() if r]
     dense_shape = {"M": pshape["T"] * pshape["top_k"], "N": 3 * pshape["I"], "K": pshape["d"]}
     dense = wb.bench(wb.variant("gemm", "torch_matmul"), dtype=dtype, command=command, **dense_shape)
@@ -122,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         dshape = model_shape(DECODE[0], t, scale)
         hit = experts_hit(dshape, dtype)
         wbytes = hit * 3 * dshape["I"] * dshape["d"] * torch.empty((), dtype=dtype).element_size()
-        dec = {n: timed(n, dshape, dtype, command, notes) for n in names}
+        dec = {n: timed("moe", n, dshape, dtype, command, notes) for n in names}
         records += [r for r in dec.values() if r]
         row = {"shape": dshape, "experts_hit": hit, "weight_bytes": wbytes,
                "times_ms": {n: r["time_ms"] for n, r in dec.items() if r},
@@ -135,27 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             if loop:
                 goals["goals"]["decode_vs_torch_loop"] = {"ratio": loop["time_ms"] / fused["time_ms"], "goal": 5.0}
 
-    for g in goals["goals"].values():
-        g["met"] = g["ratio"] >= g["goal"]
-    goals["notes"] = notes
-    goals["device"] = records[0]["device"] if records else None
-    goals["versions"] = records[0]["versions"] if records else None
-    goals["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    goals["command"] = command
-    name = re.sub(r"[^a-z0-9]+", "-", (records[0]["device"]["name"] if records else "device").lower()).strip("-")
-    day = dt.date.today().isoformat()
-    out = save_results(records, a.out_dir / f"{name}-{day}-moe.json", command)
-    gfile = a.out_dir / "goals" / f"moe-{name}-{day}.json"
-    gfile.parent.mkdir(parents=True, exist_ok=True)
-    gfile.write_text(json.dumps(goals, indent=1) + "\n")
-    print(f"records: {out}\ngoals: {gfile}")
-    for k, g in goals["goals"].items():
-        print(f"{k:<26} {g['ratio']:6.2f} (goal {g['goal']})  {'met' if g['met'] else 'NOT met'}")
-    if not gpu:
-        print("[cpu smoke run: CPU times, not GPU figures; the fused kernel is not timed in emulation, so no goal "
-              "ratio is computed]")
-    for n in notes:
-        print("note:", n)
+    write(goals, records, a.out_dir, "moe", command, notes)
     return 0
 
 

@@ -74,6 +74,11 @@ def time_cpu(call: Callable[[int], Any], n_sets: int, reps: int = 3) -> list[flo
     return out
 
 
+def _record_shape(shape: dict) -> dict[str, int]:
+    """Return the shape as results/README.md stores it: sizes, and flags such as causal as 0/1 (floats dropped)."""
+    return {k: int(v) for k, v in shape.items() if isinstance(v, (bool, int))}
+
+
 def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, dtype: torch.dtype | str = "float32",
           check: bool = True, command: str | None = None, reps: int | None = None, **shape: Any) -> dict:
     """Check, then time ``fn`` on ``op`` at ``shape`` (e.g. ``M=4096, N=4096, K=4096``); return one record.
@@ -120,7 +125,7 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
     med, p20, p80 = _quantiles(times)
     emulated = MODE != "gpu"
     rec: dict[str, Any] = {
-        "op": spec.name, "variant": name, "backend": backend, "shape": {k: v for k, v in shape.items()},
+        "op": spec.name, "variant": name, "backend": backend, "shape": _record_shape(shape),
         "dtype": dtype_name(dt), "time_ms": med, "p20_ms": p20, "p80_ms": p80, "flops": float(flops),
         "bytes": float(nbytes), "tflops": None, "gbps": None, "pct_peak": None, "bound": None,
         "emulated": emulated, "device": device_info(), "versions": versions(),

@@ -1,0 +1,192 @@
+"""Measure the H200 goals of the GEMM, softmax and FlashAttention notebooks, each a ratio taken in one run.
+
+GEMM (issue "Notebook 01"), against ``torch.matmul`` (cuBLAS) at the same shape and dtype:
+- Triton bf16 (the faster of ``triton_autotuned`` and ``triton_persistent_tma`` per shape): >= 0.95 at 8192^3,
+  and a geometric mean >= 0.90 over 4096^3, 8192^3 and M = 8192 with N = K in {4096, 14336};
+- CUDA C SIMT fp32 (``cuda_warptile``) >= 0.90 of cuBLAS SGEMM with TF32 off, at 4096^3;
+- ``cuda_mma_sync`` bf16 >= 0.60, and (stretch) ``cuda_wgmma_tma`` bf16 >= 0.90, at 4096^3.
+
+Softmax (issue "Notebook 02"), bf16, rows of N in {1k, 4k, 16k, 64k} with 2^27 elements (256 MiB) per call:
+- CUDA C (fastest registered CUDA C variant per N) >= 0.90 and Triton (fastest) >= 0.85 of the measured copy
+  bandwidth, counting bytes read plus written;
+- Triton >= 1.1x ``torch.softmax`` for N from 1k to 16k; the looped ``triton_online`` >= 0.75 of copy at 64k.
+
+FlashAttention (issue "Notebook 03"), bf16, TFLOP/s by the FA papers' count, against the fastest SDPA backend:
+- ``triton_fa2`` forward, D = 128, non-causal, S = 8k and 16k: >= 0.90 (stretch 1.0);
+- causal (D = 128, S = 8k) and D = 64 (non-causal, S = 8k): >= 0.80;
+- ``triton_fa2_bwd`` >= 0.70 of the fastest backward baseline (D = 128, S = 8k).
+
+Every variant is checked before it is timed (``workbench.bench``). Writes ``<gpu>-<date>-<op>.json`` and
+``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``; copy both into ``results/`` after reading them.
+Without a GPU it refuses unless ``--smoke`` (cpu-mode sizes, torch variants only, nothing into ``results/``).
+
+Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention] [--out-dir out/kernel-goals] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+import workbench as wb
+from workbench.goals import COPY_BYTES, ROOT, copy_bandwidth_gbs, geomean, refuse_without_gpu, timed, write
+
+BF16, FP32 = torch.bfloat16, torch.float32
+
+
+def _best(recs: dict[str, dict | None], names: tuple[str, ...]) -> tuple[str, dict] | None:
+    got = [(n, recs[n]) for n in names if recs.get(n)]
+    return min(got, key=lambda nr: nr[1]["time_ms"]) if got else None
+
+
+def _ratio(goals: dict, key: str, base: dict | None, mine: tuple[str, dict] | None, goal: float, **extra) -> None:
+    """Record time(base) / time(mine) as goal ``key`` when both were measured on a GPU."""
+    if base and mine and not base["emulated"] and not mine[1]["emulated"]:
+        goals["goals"][key] = {"ratio": base["time_ms"] / mine[1]["time_ms"], "goal": goal, "variant": mine[0],
+                               **extra}
+
+
+def gemm_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[dict]]:
+    """Time the GEMM goal shapes and return (goal summary, records)."""
+    torch.backends.cuda.matmul.allow_tf32 = False  # cuBLAS SGEMM in true fp32, like the SIMT kernels
+    torch.backends.cudnn.allow_tf32 = False
+    triton = ("triton_autotuned", "triton_persistent_tma")
+    if gpu:
+        bf16_shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 4096), (8192, 14336, 14336)]
+        sq = (4096, 4096, 4096)
+        names16 = ("torch_matmul", *triton, "cuda_mma_sync", "cuda_wgmma_tma")
+    else:
+        bf16_shapes, sq, names16 = [(64, 64, 64)], (64, 64, 64), ("torch_matmul",)
+    goals: dict = {"op": "gemm", "mode": wb.mode(), "goals": {}, "times_ms": {}}
+    records: list[dict] = []
+    ratios = []
+    for m, n, k in bf16_shapes:
+        shape = {"M": m, "N": n, "K": k}
+        dt = BF16 if gpu else FP32
+        recs = {v: (timed("gemm", v, shape, dt, command, notes)
+                    if (m, n, k) == sq or v in ("torch_matmul", *triton) else None) for v in names16}
+        records += [r for r in recs.values() if r]
+        goals["times_ms"][f"{m}x{n}x{k} {str(dt)[6:]}"] = {v: r["time_ms"] for v, r in recs.items() if r}
+        best = _best(recs, triton)
+        base = recs.get("torch_matmul")
+        if best and base:
+            ratios.append(base["time_ms"] / best[1]["time_ms"])
+        if (m, n, k) == (8192, 8192, 8192):
+            _ratio(goals, "triton_bf16_8192^3", base, best, 0.95)
+        if (m, n, k) == sq:
+            _ratio(goals, "mma_sync_bf16_4096^3", base, ("cuda_mma_sync", recs["cuda_mma_sync"])
+                   if recs.get("cuda_mma_sync") else None, 0.60)
+            _ratio(goals, "wgmma_tma_bf16_4096^3 (stretch)", base, ("cuda_wgmma_tma", recs["cuda_wgmma_tma"])
+                   if recs.get("cuda_wgmma_tma") else None, 0.90)
+    if gpu and len(ratios) == len(bf16_shapes):
+        goals["goals"]["triton_bf16_geomean"] = {"ratio": geomean(ratios), "goal": 0.90,
+                                                 "shapes": [list(s) for s in bf16_shapes]}
+    shape = {"M": sq[0], "N": sq[1], "K": sq[2]}
+    recs = {v: timed("gemm", v, shape, FP32, command, notes)
+            for v in (("torch_matmul", "cuda_warptile") if gpu else ("torch_matmul",))}
+    records += [r for r in recs.values() if r]
+    goals["times_ms"][f"{sq[0]}^3 float32 (TF32 off)"] = {v: r["time_ms"] for v, r in recs.items() if r}
+    _ratio(goals, "simt_fp32_4096^3", recs.get("torch_matmul"),
+           ("cuda_warptile", recs["cuda_warptile"]) if recs.get("cuda_warptile") else None, 0.90)
+    return goals, records
+
+
+def softmax_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[dict]]:
+    """Time softmax over N in {1k, 4k, 16k, 64k} and return (goal summary, records)."""
+    cuda_c = tuple(v.name for v in wb.variants("softmax") if v.backend == "cuda")
+    triton = tuple(v.name for v in wb.variants("softmax") if v.backend == "triton")
+    copy = copy_bandwidth_gbs(COPY_BYTES if gpu else 64 * 2**20)
+    goals: dict = {"op": "softmax", "mode": wb.mode(), "copy_bandwidth_gbs": copy, "goals": {}, "gbs": {}}
+    records: list[dict] = []
+    total = 2**27 if gpu else 2**14
+    names = ("torch_softmax", *cuda_c, *triton) if gpu else ("torch_softmax",)
+    dt = BF16 if gpu else FP32
+    for n in (1024, 4096, 16384, 65536) if gpu else (1024,):
+        shape = {"M": total // n, "N": n}
+        recs = {v: timed("softmax", v, shape, dt, command, notes) for v in names}
+        records += [r for r in recs.values() if r]
+        goals["gbs"][n] = {v: r["gbps"] for v, r in recs.items() if r and r["gbps"]}
+        for label, group, goal in (("cuda_c", cuda_c, 0.90), ("triton", triton, 0.85)):
+            best = _best(recs, group)
+            if best and not best[1]["emulated"]:
+                goals["goals"][f"{label}_vs_copy_N={n}"] = {"ratio": best[1]["gbps"] / copy, "goal": goal,
+                                                             "variant": best[0]}
+        if n <= 16384:
+            _ratio(goals, f"triton_vs_torch_N={n}", recs.get("torch_softmax"), _best(recs, triton), 1.1)
+        online = recs.get("triton_online")
+        if n >= 65536 and online and not online["emulated"]:
+            goals["goals"][f"triton_online_vs_copy_N={n}"] = {"ratio": online["gbps"] / copy, "goal": 0.75}
+    return goals, records
+
+
+SDPA = ("torch_sdpa_flash", "torch_sdpa_cudnn", "torch_sdpa_efficient", "torch_sdpa")
+
+
+def attention_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[dict]]:
+    """Time FlashAttention forward/backward at the goal shapes and return (goal summary, records)."""
+    goals: dict = {"op": "attention", "mode": wb.mode(), "goals": {}, "tflops": {}}
+    records: list[dict] = []
+    dt = BF16 if gpu else FP32
+    if gpu:
+        fwd = [("d128_S8k", {"B": 2, "H": 16, "Sq": 8192, "Sk": 8192, "D": 128, "causal": False}, 0.90),
+               ("d128_S16k", {"B": 1, "H": 16, "Sq": 16384, "Sk": 16384, "D": 128, "causal": False}, 0.90),
+               ("d128_S8k_causal", {"B": 2, "H": 16, "Sq": 8192, "Sk": 8192, "D": 128, "causal": True}, 0.80),
+               ("d64_S8k", {"B": 2, "H": 32, "Sq": 8192, "Sk": 8192, "D": 64, "causal": False}, 0.80)]
+        bwd = {"B": 2, "H": 16, "Sq": 8192, "Sk": 8192, "D": 128, "causal": False}
+        names = (*SDPA, "triton_fa2")
+    else:
+        fwd = [("smoke", {"B": 1, "H": 2, "Sq": 64, "Sk": 64, "D": 32, "causal": False}, 0.90)]
+        bwd = {"B": 1, "H": 2, "Sq": 64, "Sk": 64, "D": 32, "causal": False}
+        names = ("torch_sdpa",)
+    for label, shape, goal in fwd:
+        recs = {v: timed("attention", v, shape, dt, command, notes) for v in names}
+        records += [r for r in recs.values() if r]
+        goals["tflops"][label] = {v: r["tflops"] for v, r in recs.items() if r}
+        base = _best(recs, SDPA)
+        mine = ("triton_fa2", recs["triton_fa2"]) if recs.get("triton_fa2") else None
+        _ratio(goals, f"fwd_{label}", base[1] if base else None, mine, goal, baseline=base[0] if base else None)
+    bnames = ("torch_flash_bwd", "torch_autograd", "triton_fa2_bwd") if gpu else ("torch_autograd",)
+    recs = {v: timed("attention_bwd", v, bwd, dt, command, notes) for v in bnames}
+    records += [r for r in recs.values() if r]
+    goals["tflops"]["bwd_d128_S8k"] = {v: r["tflops"] for v, r in recs.items() if r}
+    # torch_autograd re-runs the forward under autograd (its time includes it); torch_flash_bwd is the backward
+    # kernel alone, the fair baseline when it runs.
+    base = _best(recs, ("torch_flash_bwd",)) or _best(recs, ("torch_autograd",))
+    mine = ("triton_fa2_bwd", recs["triton_fa2_bwd"]) if recs.get("triton_fa2_bwd") else None
+    _ratio(goals, "bwd_d128_S8k", base[1] if base else None, mine, 0.70, baseline=base[0] if base else None)
+    return goals, records
+
+
+OPS: dict[str, Callable[[bool, str, list[str]], tuple[dict, list[dict]]]] = {
+    "gemm": gemm_goals, "softmax": softmax_goals, "attention": attention_goals}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the goal measurements of the chosen ops and write their records and goal summaries."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--op", default=",".join(OPS), help=f"comma-separated, from {', '.join(OPS)}")
+    p.add_argument("--out-dir", type=Path, default=ROOT / "out" / "kernel-goals")
+    p.add_argument("--smoke", action="store_true", help="no GPU: check the plumbing at cpu-mode sizes (torch only)")
+    a = p.parse_args(argv)
+    ops = [o.strip() for o in a.op.split(",") if o.strip()]
+    bad = [o for o in ops if o not in OPS]
+    if bad:
+        print(f"kernel_goals: unknown op(s) {bad}; expected some of {list(OPS)}", file=sys.stderr)
+        return 2
+    refused = refuse_without_gpu("kernel_goals", a.smoke, a.out_dir)
+    if refused is not None:
+        return refused
+    command = "python benchmarks/kernel_goals.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    for op in ops:
+        notes: list[str] = []
+        goals, records = OPS[op](wb.mode() == "gpu", command, notes)
+        write(goals, records, a.out_dir, op, command, notes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

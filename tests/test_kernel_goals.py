@@ -1,0 +1,55 @@
+"""benchmarks/kernel_goals.py: refuses to make GPU figures without a GPU; its --smoke run exercises the plumbing."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("kernel_goals", ROOT / "benchmarks" / "kernel_goals.py")
+kernel_goals = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(kernel_goals)
+
+pytestmark = pytest.mark.skipif(wb.mode() == "gpu", reason="the cpu-mode behaviour of the goal script")
+
+
+def test_refuses_without_a_gpu_bad_ops_and_results_dir(capsys):
+    assert kernel_goals.main([]) == 2
+    assert "GPU figures only come from a GPU" in capsys.readouterr().err
+    assert kernel_goals.main(["--smoke", "--out-dir", str(ROOT / "results")]) == 2
+    assert kernel_goals.main(["--smoke", "--op", "gemm,nope"]) == 2
+    assert "unknown op" in capsys.readouterr().err
+
+
+def test_smoke_run_writes_records_and_empty_goals_per_op(tmp_path, capsys):
+    assert kernel_goals.main(["--smoke", "--out-dir", str(tmp_path)]) == 0
+    assert "[cpu smoke run: CPU times, not GPU figures" in capsys.readouterr().out
+    for op, ops in (("gemm", {"gemm"}), ("softmax", {"softmax"}), ("attention", {"attention", "attention_bwd"})):
+        (records,) = tmp_path.glob(f"*-{op}.json")
+        doc = json.loads(records.read_text())
+        assert doc["records"] and all(r["emulated"] and r["tflops"] is None for r in doc["records"])
+        assert {r["op"] for r in doc["records"]} == ops
+        (goals,) = (tmp_path / "goals").glob(f"{op}-*.json")
+        g = json.loads(goals.read_text())
+        assert g["mode"] == "cpu" and g["goals"] == {}, g  # no ratio from emulated or CPU times
+        assert g["command"].startswith("python benchmarks/kernel_goals.py")
+    att = json.loads(next(tmp_path.glob("*-attention.json")).read_text())
+    assert att["records"][0]["shape"]["causal"] == 0  # flags are stored as 0/1 in a record's shape
+
+
+def test_ratio_is_baseline_time_over_ours_and_goals_are_the_issues():
+    goals = {"goals": {}}
+    base = {"time_ms": 2.0, "emulated": False}
+    kernel_goals._ratio(goals, "x", base, ("mine", {"time_ms": 2.5, "emulated": False}), 0.9)
+    assert goals["goals"]["x"] == {"ratio": 0.8, "goal": 0.9, "variant": "mine"}
+    kernel_goals._ratio(goals, "y", base, ("mine", {"time_ms": 1.0, "emulated": True}), 0.9)
+    assert "y" not in goals["goals"]  # an emulated time never makes a goal ratio
+    doc = kernel_goals.__doc__
+    for text in (">= 0.95 at 8192^3", ">= 0.90 of cuBLAS SGEMM with TF32 off", ">= 0.60", ">= 0.90 and Triton",
+                 ">= 1.1x", ">= 0.75", ">= 0.80", ">= 0.70"):
+        assert text in doc
