@@ -102,24 +102,20 @@ __device__ __forceinline__ void fence_acc(float (&d)[128]) {
   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
 // d[64x256] += a[64x16] (K-major, desc da) * b[16x256] (N-major: trans-b = 1, desc db); scale_d 0 overwrites d.
+// One body per input type: the PTX type suffix (bf16 or f16) is part of the instruction's literal text.
 template <typename T> __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long da,
                                                                       unsigned long long db, int scale_d);
-template <> __device__ __forceinline__ void wgmma_m64n256k16<__nv_bfloat16>(float (&d)[128], unsigned long long da,
-                                                                           unsigned long long db, int scale_d) {
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" WGMMA_D_REGS "}, %128, %129, p, 1, 1, 0, 1;\n"
-               "}\n"
-               : WGMMA_D_OPS(d)
-               : "l"(da), "l"(db), "r"(scale_d));
-}
-template <> __device__ __forceinline__ void wgmma_m64n256k16<__half>(float (&d)[128], unsigned long long da,
-                                                                    unsigned long long db, int scale_d) {
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" WGMMA_D_REGS "}, %128, %129, p, 1, 1, 0, 1;\n"
-               "}\n"
-               : WGMMA_D_OPS(d)
-               : "l"(da), "l"(db), "r"(scale_d));
-}
+#define WGMMA_M64N256K16(T, PTX_TYPE)                                                                          \
+  template <> __device__ __forceinline__ void wgmma_m64n256k16<T>(float (&d)[128], unsigned long long da,     \
+                                                                  unsigned long long db, int scale_d) {       \
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                                              \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_TYPE "." PTX_TYPE " {" WGMMA_D_REGS            \
+                 "}, %128, %129, p, 1, 1, 0, 1;\n}\n"                                                           \
+                 : WGMMA_D_OPS(d)                                                                              \
+                 : "l"(da), "l"(db), "r"(scale_d));                                                            \
+  }
+WGMMA_M64N256K16(__nv_bfloat16, "bf16")
+WGMMA_M64N256K16(__half, "f16")
 
 __device__ __forceinline__ void store2(__half* p, float x, float y) {
   *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y);
