@@ -33,6 +33,14 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     return (randn((sizes["M"], sizes["K"]), dtype, g, device), randn((sizes["K"], sizes["N"]), dtype, g, device))
 
 
+def tma_supports(shape: dict) -> str | None:
+    """Return why a TMA kernel cannot take ``shape`` (16-bit rows of a and b need 16-byte strides), or None."""
+    if shape["K"] % 8 or shape["N"] % 8:
+        return ("TMA needs 16-byte-aligned row strides: K and N must be multiples of 8 for 16-bit inputs, "
+                f"got K={shape['K']}, N={shape['N']}")
+    return None
+
+
 def tolerance(dtype: torch.dtype, shape: dict) -> tuple[float, float]:
     # A dot product of K N(0,1) terms has magnitude ~sqrt(K); its rounding error grows like eps*sqrt(K)*that.
     k = max(1, shape.get("K", 1))

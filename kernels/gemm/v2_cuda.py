@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kernels.gemm.reference import tma_supports
 from workbench import empty, register
 from workbench.contracts import require
 from workbench.interop import to_raw
@@ -23,13 +24,13 @@ _SUFFIX = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _kernels: dict = {}
 
 
-def kernel(cu_file: str, name: str):
-    """Return (and cache) the RawKernel ``name`` of ``cu/<cu_file>``."""
+def kernel(cu_file: str, name: str, arch: str | None = None):
+    """Return (and cache) the RawKernel ``name`` of ``cu/<cu_file>`` (``arch="sm_90a"``: built with nvcc)."""
     from workbench import cuda
 
-    key = (cu_file, name)
+    key = (cu_file, name, arch)
     if key not in _kernels:
-        _kernels[key] = cuda.RawKernel(CU / cu_file, name)
+        _kernels[key] = cuda.RawKernel(CU / cu_file, name, arch=arch)
     return _kernels[key]
 
 
@@ -128,19 +129,11 @@ def _wgmma_spec() -> dict:
     return {**_spec("hgemm_wgmma_tma.cu", "hgemm_wgmma_tma_bf16")(), "arch": "sm_90a"}
 
 
-def _wgmma_supports(shape: dict) -> str | None:
-    if shape["K"] % 8 or shape["N"] % 8:
-        return ("TMA needs 16-byte-aligned row strides: K and N must be multiples of 8 for 16-bit inputs, "
-                f"got K={shape['K']}, N={shape['N']}")
-    return None
-
-
 @register("gemm", "cuda_wgmma_tma", backend="cuda", cu_file="cu/hgemm_wgmma_tma.cu", dtypes=("float16", "bfloat16"),
-          gpu_only=True, supports=_wgmma_supports, inspect_spec=_wgmma_spec,
+          gpu_only=True, supports=tma_supports, inspect_spec=_wgmma_spec,
           gpu_note="inline PTX: wgmma, TMA, mbarriers and setmaxnreg (sm_90a: Hopper only, built with nvcc)",
           idea="Hopper: a TMA producer warpgroup feeds a 4-stage mbarrier ring, two consumers run wgmma 64x256x16.")
 def cuda_wgmma_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    from workbench import cuda
     from workbench.cuda.tma import tensor_maps_on_device
 
     m, k = a.shape
@@ -148,12 +141,9 @@ def cuda_wgmma_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     require("gemm", _aligned(a, b), "cuda_wgmma_tma loads a and b with TMA, which needs 16-byte-aligned base "
             f"addresses; got a at {a.data_ptr():#x}, b at {b.data_ptr():#x} (a sliced view? pass a fresh tensor)")
     c = empty((m, n), a.dtype, a.device)
-    key = ("hgemm_wgmma_tma.cu", f"hgemm_wgmma_tma_{_SUFFIX[a.dtype]}", "sm_90a")
-    if key not in _kernels:
-        _kernels[key] = cuda.RawKernel(CU / key[0], key[1], arch="sm_90a")
-        _kernels[key].max_dynamic_shared_size_bytes = WGMMA_SMEM  # above the 48 KiB default: opt in
+    fn = kernel("hgemm_wgmma_tma.cu", f"hgemm_wgmma_tma_{_SUFFIX[a.dtype]}", arch="sm_90a")
+    fn.max_dynamic_shared_size_bytes = WGMMA_SMEM  # above the 48 KiB default: opt in
     maps = tensor_maps_on_device([(a, 128, 64), (b, 64, 64)])  # a boxes 128 rows x 64 k, b 64 k x 64 columns
     tiles = ((m + 127) // 128) * ((n + 255) // 256)
-    _kernels[key]((tiles,), (384,), (to_raw(maps), to_raw(c), np.int32(m), np.int32(n), np.int32(k)),
-                  shared_mem=WGMMA_SMEM)
+    fn((tiles,), (384,), (to_raw(maps), to_raw(c), np.int32(m), np.int32(n), np.int32(k)), shared_mem=WGMMA_SMEM)
     return c

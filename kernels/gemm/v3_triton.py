@@ -12,6 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.gemm.reference import tma_supports
 from workbench import MODE, empty, register
 
 _TL = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
@@ -199,13 +200,6 @@ def persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl
 PERSISTENT = {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8}  # 3 stages x 48 KiB of bf16 operands
 
 
-def _tma_supports(shape: dict) -> str | None:
-    if shape["K"] % 8 or shape["N"] % 8:
-        return ("TMA needs 16-byte-aligned row strides: K and N must be multiples of 8 for 16-bit inputs, "
-                f"got K={shape['K']}, N={shape['N']}")
-    return None
-
-
 def _persistent_spec() -> dict:
     return {"kind": "triton", "fn": persistent_tma_kernel,
             "signature": {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "M": "i32", "N": "i32",
@@ -228,7 +222,7 @@ def _ensure_allocator() -> None:
 
 
 @register("gemm", "triton_persistent_tma", backend="triton", gpu_only=True, dtypes=("float16", "bfloat16"),
-          supports=_tma_supports, inspect_spec=_persistent_spec,
+          supports=tma_supports, inspect_spec=_persistent_spec,
           gpu_note="TMA tensor descriptors and wgmma need Hopper (sm_90)",
           idea="Persistent: one program per SM loops over grouped tiles; TMA descriptors load 128x64/64x256 tiles.")
 def triton_persistent_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
