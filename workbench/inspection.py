@@ -256,7 +256,10 @@ def _spec_of(obj: Any, name: str | None, options: tuple, kw: dict) -> dict:
         return {"kind": "cuda", "code": obj[0], "name": obj[1], "options": options}
     if hasattr(obj, "source") and hasattr(obj, "name") and hasattr(obj, "options"):  # workbench RawKernel
         src = obj.source
-        return {"kind": "cuda", "code": src.path or src.text, "name": obj.name, "options": tuple(obj.options)}
+        spec = {"kind": "cuda", "code": src.path or src.text, "name": obj.name, "options": tuple(obj.options)}
+        if getattr(obj, "arch", None):  # RawKernel(..., arch="sm_90a"): inspect what a GPU run would build
+            spec["arch"] = obj.arch
+        return spec
     mod = type(obj).__module__
     if mod.startswith("triton") or hasattr(obj, "arg_names") or hasattr(obj, "fn"):
         spec = {"kind": "triton", "fn": obj}
@@ -278,15 +281,20 @@ def _nvcc_options(options: tuple) -> list[str]:
     return out
 
 
+def nvcc_cache_key(src_text: str, src_path: str | None, nvcc: str, *parts: str) -> str:
+    """Return a hash of every input to one nvcc run: source, local headers beside it, nvcc, and ``parts``."""
+    keyed = [src_text, *parts, nvcc, str(os.path.getmtime(nvcc))]
+    if src_path:  # local headers (#include "x.cuh") beside the source are inputs too
+        for h in sorted(Path(src_path).parent.glob("*.cu*")) + sorted(Path(src_path).parent.glob("*.h")):
+            keyed += [h.name, h.read_text(errors="replace")]
+    return hashlib.sha256("\0".join(keyed).encode()).hexdigest()[:32]
+
+
 def _cache_file(src_text: str, src_path: str | None, name: str, options: tuple, arch: str, nvcc: str) -> Path:
     """Return the on-disk cache entry for one nvcc -> ptxas -> cuobjdump run (keyed by every input to it)."""
     from workbench.cuda._cpu import cache_dir
 
-    parts = [src_text, name, repr(options), arch, nvcc, str(os.path.getmtime(nvcc))]
-    if src_path:  # local headers (#include "x.cuh") beside the source are inputs too
-        for h in sorted(Path(src_path).parent.glob("*.cu*")) + sorted(Path(src_path).parent.glob("*.h")):
-            parts += [h.name, h.read_text(errors="replace")]
-    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+    key = nvcc_cache_key(src_text, src_path, nvcc, name, repr(options), arch)
     return cache_dir().parent / "inspect" / f"{key}.json"
 
 

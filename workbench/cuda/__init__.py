@@ -229,8 +229,6 @@ class RawKernel:
             if arch:
                 if exprs:
                     raise CudaError(f"RawKernel(arch={arch!r}) builds extern \"C\" kernels only, not {name!r}")
-                from workbench.cuda._cubin import build_cubin
-
                 self._gpu_mod = cupy.RawModule(path=str(build_cubin(self.source, arch, self.options)))
             elif exprs:
                 self._gpu_mod = cupy.RawModule(code=text, options=opts, name_expressions=list(exprs), **cupy_kwargs)

@@ -8,7 +8,6 @@ here with nvcc into a cubin, cached on disk by everything that goes into it, and
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,26 +16,18 @@ from workbench.cuda._source import Source, load_source
 from workbench.cuda.errors import CompileError
 
 
-def _key(src: Source, options: Sequence[str], arch: str, nvcc: str) -> str:
-    parts = [src.text, repr(tuple(options)), arch, nvcc, str(os.path.getmtime(nvcc))]
-    if src.path:  # local headers beside the source are inputs too
-        d = Path(src.path).parent
-        for h in sorted(d.glob("*.cuh")) + sorted(d.glob("*.h")):
-            parts += [h.name, h.read_text(errors="replace")]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
-
-
 def build_cubin(code: str | os.PathLike | Source, arch: str, options: Sequence[str] = ()) -> Path:
     """Compile ``code`` with nvcc for ``arch`` (e.g. ``"sm_90a"``) and return the cached cubin's path.
 
     Raises ToolchainNotFoundError when nvcc is missing and CompileError with nvcc's diagnostics.
     """
     from workbench.cuda._cpu import cache_dir
-    from workbench.inspection import _nvcc_options, _run, find_cuda_tool
+    from workbench.inspection import _nvcc_options, _run, find_cuda_tool, nvcc_cache_key
 
     src = code if isinstance(code, Source) else load_source(code)
     nvcc = find_cuda_tool("nvcc")
-    out = cache_dir().parent / "cubin" / f"{_key(src, options, arch, nvcc)}-{arch}.cubin"
+    key = nvcc_cache_key(src.text, src.path, nvcc, repr(tuple(options)), arch)
+    out = cache_dir().parent / "cubin" / f"{key}-{arch}.cubin"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
