@@ -27,6 +27,17 @@ requires_cpu_mode = pytest.mark.skipif(not CPU_MODE, reason="asserts cpu-mode (e
 
 
 @functools.lru_cache(maxsize=1)
+def load_script(rel_path: str):
+    """Import a script that is not in a package (``benchmarks/moe_goals.py``) as a module, by its path."""
+    import importlib.util
+
+    path = ROOT / rel_path
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def cuda_engine_ready() -> str | None:
     """Return why backend 'cuda' variants cannot run here yet, or None when the CUDA C engine works.
 

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 import workbench as wb
+from tests.conftest import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("kernel_goals", ROOT / "benchmarks" / "kernel_goals.py")
-kernel_goals = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(kernel_goals)
+kernel_goals = load_script("benchmarks/kernel_goals.py")
 
 pytestmark = pytest.mark.skipif(wb.mode() == "gpu", reason="the cpu-mode behaviour of the goal script")
 

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 import workbench as wb
+from tests.conftest import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("moe_goals", ROOT / "benchmarks" / "moe_goals.py")
-moe_goals = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(moe_goals)
+moe_goals = load_script("benchmarks/moe_goals.py")
 
 pytestmark = pytest.mark.skipif(wb.mode() == "gpu", reason="the cpu-mode behaviour of the goal script")
 
