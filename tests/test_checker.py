@@ -11,7 +11,7 @@ import workbench as wb
 from tests.conftest import cuda_engine_ready
 from workbench.checker import DIAGNOSES, CheckReport
 
-OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
+OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "moe_fp8")
 
 
 def _cost(op: str, shape: dict) -> int:
@@ -172,6 +172,29 @@ def test_whole_wrong_tiles_are_a_missing_barrier():
     assert all(c.n_mismatch == 512 for c in rep.cases)
     assert rep.diagnosis == "missing_barrier", rep.summary()
     assert all(c.diagnosis == "missing_barrier" for c in rep.cases)
+
+
+def vecadd_noisy(x, y):
+    # Gaussian noise of 0.7 tolerances (vecadd's own atol + rtol |ref|) moves every element by a fair share of it and
+    # pushes the tail past 1 tolerance (~15% of elements), with no tile or tail pattern and nothing far off.
+    z = x + y
+    atol, rtol = wb.get_op("vecadd").tolerance(z.dtype, {"N": z.numel()})
+    g = torch.Generator(device=z.device).manual_seed(0)
+    return z + 0.7 * (atol + rtol * z.abs()) * torch.randn(z.shape, generator=g, device=z.device)
+
+
+def vecadd_few_far_off(x, y):
+    z = x + y
+    z[torch.arange(3, z.numel() - 1, 97)] += 1.0  # a few elements, each off by ~10^5 tolerances
+    return z
+
+
+def test_spread_small_errors_are_precision_and_few_far_off_ones_scattered():
+    rep = wb.check(vecadd_noisy, "vecadd", shapes=[{"N": 1025}], seeds=(0,))
+    assert not rep.ok and 0 < rep.cases[0].n_mismatch < 1025 // 2  # under the >50% rule's reach
+    assert rep.diagnosis == "precision", rep.summary()
+    rep = wb.check(vecadd_few_far_off, "vecadd", shapes=[{"N": 1025}], seeds=(0,))
+    assert not rep.ok and rep.diagnosis == "scattered", rep.summary()
 
 
 def vecadd_raises(x, y):

@@ -50,7 +50,8 @@ DIAGNOSES = {
                        "(a missing __syncthreads()/barrier between loading a tile and using or overwriting it)",
     "scale": "every element is off by the same factor: a wrong scale (e.g. a missing 1/sqrt(D) or a double scale)",
     "precision": "small errors spread over (almost) every element: accumulation in too low a precision "
-                 "(accumulate in fp32) or an inexact fast-math path",
+                 "(accumulate in fp32), an inexact fast-math path, or a rounding / quantization step that differs "
+                 "from the contract's",
     "special_values": "wrong exactly where the reference is NaN/Inf: handling of -inf, all -inf rows or overflow",
     "unwritten": "scattered elements were never written (the poison survived): some threads skip their store",
     "scattered": "scattered wrong elements with no simple pattern: an indexing bug",
@@ -199,8 +200,13 @@ def _tiles_pattern(bad: torch.Tensor) -> bool:
     return False
 
 
-def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor) -> str:
-    """Name the pattern of the wrong elements ``bad`` (a bool mask) of ``out`` against ``ref``."""
+def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor, tol: torch.Tensor | None = None) -> str:
+    """Name the pattern of the wrong elements ``bad`` (a bool mask) of ``out`` against ``ref``.
+
+    ``tol`` (the per-element tolerance) lets a pattern-free failure be told apart: an indexing bug leaves most
+    elements exact and the wrong ones far off, a precision or rounding difference moves every element a little
+    and only the tail of that spread crosses the tolerance.
+    """
     fin = torch.isfinite(ref)
     poison = bad & torch.isnan(out) & fin
     special = bad & ~fin
@@ -236,6 +242,12 @@ def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor) -> str:
             return "missing_barrier"
     if poison.any():
         return "unwritten"
+    if tol is not None and fin.any():
+        ratio = ((out.double() - ref.double()).abs() / tol.double().clamp_min(1e-300))
+        typical = ratio[fin].median().item()  # the middle element, wrong or not
+        worst = ratio[bad & fin].max().item() if (bad & fin).any() else math.inf
+        if typical >= 0.2 and worst <= 20:  # everything off by a fair share of the tolerance, nothing far off
+            return "precision"
     return "scattered"
 
 
@@ -417,5 +429,5 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
                          "abs_err": float(err[w]), "tol": float(tol[w])}
             if len(names) > 1:
                 res.worst["output"] = nm
-            res.diagnosis = diagnose(o, r, bad)
+            res.diagnosis = diagnose(o, r, bad, tol.double().cpu())
     return res

@@ -354,30 +354,39 @@ def _ptx_target(ptx: str) -> str:
 
 
 @contextlib.contextmanager
-def _jit_stdlib() -> Iterator[None]:
-    """Compile mode for triton.language's own @jit helpers (tl.max, tl.sum, ...) while TRITON_INTERPRET=1.
+def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
+    """Compile mode for the @jit helpers a kernel calls (tl.max, tl.sum, its own module's) while TRITON_INTERPRET=1.
 
     Under the interpreter those helpers were decorated as InterpretedFunctions, which the compiler cannot call;
-    swap in JITFunctions of the same Python functions for the duration of one compile.
+    swap in JITFunctions of the same Python functions for the duration of one compile: triton.language's, and the
+    ones in the globals of ``kernel`` (a Python function) and, in turn, of each helper swapped.
     """
     import sys
 
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    swapped: list[tuple[Any, str, Any]] = []
-    for name, mod in list(sys.modules.items()):
-        if not name.startswith("triton.language") or mod is None:
+    swapped: list[tuple[dict, str, Any]] = []
+    spaces = [vars(mod) for name, mod in list(sys.modules.items())
+              if name.startswith("triton.language") and mod is not None]
+    if kernel is not None:
+        spaces.append(kernel.__globals__)
+    seen: set[int] = set()
+    while spaces:
+        ns = spaces.pop()
+        if id(ns) in seen:
             continue
-        for attr, val in list(vars(mod).items()):
+        seen.add(id(ns))
+        for attr, val in list(ns.items()):
             if isinstance(val, InterpretedFunction):
-                swapped.append((mod, attr, val))
-                setattr(mod, attr, JITFunction(val.fn))
+                swapped.append((ns, attr, val))
+                ns[attr] = JITFunction(val.fn)
+                spaces.append(val.fn.__globals__)
     try:
         yield
     finally:
-        for mod, attr, val in swapped:
-            setattr(mod, attr, val)
+        for ns, attr, val in reversed(swapped):
+            ns[attr] = val
 
 
 def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str]:
@@ -410,7 +419,7 @@ def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str
         div16 = [k for k, v in sig.items() if str(v).startswith("*")]
     attrs = spec.get("attrs") or {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in div16}
     try:
-        with _jit_stdlib():
+        with _jit_stdlib(fn.fn):
             k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=target, options=opts)
     except Exception as e:
         raise CompileError(f"triton.compile of {fn.__name__} for {arch} failed: {e}", str(e)) from e

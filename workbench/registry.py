@@ -221,6 +221,7 @@ class Variant:
     flops_fn: Callable[..., float] | None = None
     bytes_fn: Callable[..., float] | None = None
     gpu_note: str = ""  # why it is GPU-only
+    bf16_dot: bool = True  # False when its tl.dot never takes bf16 operands even though the op's dtype is bf16
 
     @property
     def known_wrong(self) -> bool:
@@ -253,7 +254,7 @@ class Variant:
             if self.dtypes and dt not in self.dtypes:
                 return (f"{self.op}/{self.name} supports dtypes {[dtype_name(d) for d in self.dtypes]}, "
                         f"not {dtype_name(dt)}")
-            if MODE == "cpu" and dt == torch.bfloat16 and self.backend == "triton":
+            if MODE == "cpu" and dt == torch.bfloat16 and self.backend == "triton" and self.bf16_dot:
                 return (f"{self.op}/{self.name}: bfloat16 under the Triton interpreter (cpu mode) computes garbage "
                         "silently (tl.dot); use float16 or float32 here, bfloat16 on a GPU")
             if MODE == "cpu" and dt == torch.bfloat16 and self.backend in ("numba", "cupy"):
@@ -302,11 +303,14 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
              dtypes: Sequence[torch.dtype | str] | None = None, cu_file: str | Path | None = None,
              expected_diagnosis: str | None = None, supports: Callable[[dict], str | None] | None = None,
              inspect_spec: Callable[[], dict] | None = None, flops: Callable[..., float] | None = None,
-             bytes: Callable[..., float] | None = None, gpu_note: str = "") -> Callable:  # noqa: A002
+             bytes: Callable[..., float] | None = None, gpu_note: str = "", bf16_dot: bool = True
+             ) -> Callable:  # noqa: A002
     """Register the decorated function as a variant of ``op``; returns the :class:`Variant`.
 
     ``name`` defaults to the function name; the variant's source file is the function's file and ``cu_file``
-    (relative to it) names the CUDA C source for backend ``"cuda"``.
+    (relative to it) names the CUDA C source for backend ``"cuda"``. A Triton variant of a bfloat16 op is refused in
+    cpu mode (the interpreter's bf16 ``tl.dot`` is garbage) unless ``bf16_dot=False`` says its dots never take bf16
+    operands (moe_fp8: bf16 in and out, e4m3 dots on a GPU and exact fp16 ones in the interpreter).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
@@ -321,7 +325,7 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
         v = Variant(op=op, name=name or fn.__name__, backend=backend, idea=idea, fn=fn, gpu_only=gpu_only,
                     dtypes=tuple(as_dtype(d) for d in (dtypes or _OPS[op].dtypes)), source=src, cu_file=cu,
                     expected_diagnosis=expected_diagnosis, supports=supports, inspect_spec=inspect_spec,
-                    flops_fn=flops, bytes_fn=bytes, gpu_note=gpu_note)
+                    flops_fn=flops, bytes_fn=bytes, gpu_note=gpu_note, bf16_dot=bf16_dot)
         lst = _VARIANTS.setdefault(op, [])
         lst[:] = [x for x in lst if x.name != v.name]  # re-registering (module reload) replaces
         lst.append(v)
