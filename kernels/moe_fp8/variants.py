@@ -1,0 +1,6 @@
+"""Register the moe_fp8 variants (the torch baseline is registered with the contract)."""
+
+from . import (  # noqa: F401
+    v1_triton_block,  # per-group quant, gate/up with fused SwiGLU + requant, down with the combine
+    wrong,  # wrong_bf16_intermediate: skips the requantization before the down projection
+)
