@@ -15,12 +15,15 @@ renormalize=True) -> [T,d]``, with ``G(n) = ceil(n / 128)``.
 
 The reference runs this recipe with every GEMM in float64: x's quantization exactly as the contract states it
 (float32), the SwiGLU output's in float64. A kernel that accumulates in float32 sees an intermediate that differs
-by ~1e-7 relative, and about one element in 10^5 then rounds to the neighbouring e4m3 value (1/16 of its size
+by ~1e-7 relative, and a few elements in 10^5 then round to the neighbouring e4m3 value (1/16 of their size
 away): the tolerance absorbs that, and not the error of skipping a quantization (``wrong.py``).
 
-Why block scales: one scale per tensor lets a single outlier crush the resolution of every other value (e4m3 has
-3 mantissa bits and a 2^17 dynamic range); one scale per 128 values keeps each group's largest element at 448.
-With K steps of 128 the scales are a multiply per K step and output element, on the accumulator, never per MAC.
+Why block scales: e4m3 is a float format, so even one scale per tensor gives every value its 3 mantissa bits,
+until an outlier 10^4-10^5 times the typical value pushes the rest into e4m3's subnormals (notebook 04 measures
+it); a 128x128 block's scale only answers to its own block. For a kernel the decisive property is locality: a
+group's scale depends on 128 values one program already holds, so x and the SwiGLU output are quantized inside the
+kernels that produce them (a per-tensor activation scale needs the whole tensor's amax first: another pass). With
+K steps of 128 the scales are one multiply per K step and output element, on the accumulator, never per MAC.
 """
 
 from __future__ import annotations
