@@ -66,8 +66,10 @@ def quant_groups_kernel(x_ptr, q_ptr, s_ptr, R, C, G, BLOCK_R: tl.constexpr, GRO
     ok = (rows[:, None] < R) & (cols[None, :] < C)
     offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
     x = tl.load(x_ptr + offs, mask=ok, other=0.0).to(tl.float32)
-    scale = tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12) / 448.0  # [BLOCK_R]: the group's amax lands on 448
-    q = e4m3_rne(x / scale[:, None])
+    # div_rn: IEEE division, as the contract's float32 recipe (and torch) divides; Triton's `/` is div.full.f32,
+    # within 2 ulp, which would move a value sitting next to an e4m3 midpoint to the other side now and then.
+    scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-12), 448.0)  # the group's amax lands on 448
+    q = e4m3_rne(tl.math.div_rn(x, scale[:, None]))
     tl.store(q_ptr + offs, q.to(q_ptr.dtype.element_ty), mask=ok)
     tl.store(s_ptr + rows * G + tl.program_id(1), scale, mask=rows < R)
 
@@ -132,8 +134,8 @@ def moe_fp8_gate_up_kernel(xq_ptr, xs_ptr, w1q_ptr, w1s_ptr, aq_ptr, as_ptr, sor
 
     # SwiGLU in fp32, then requantize: these 128 columns are one group of the intermediate's row.
     h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u  # columns past I are 0 (zero weights): they do not move the amax
-    scale = tl.maximum(tl.max(tl.abs(h), axis=1), 1e-12) / 448.0
-    q = e4m3_rne(h / scale[:, None])
+    scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(h), axis=1), 1e-12), 448.0)
+    q = e4m3_rne(tl.math.div_rn(h, scale[:, None]))
     slot64 = slot.to(tl.int64)
     tl.store(aq_ptr + slot64[:, None] * I + offs_n[None, :], q.to(aq_ptr.dtype.element_ty),
              mask=row_ok[:, None] & col_ok[None, :])
