@@ -223,6 +223,9 @@ def test_wgmma_kernel_builds_for_sm90a():
     assert r.instruction_mix["HGMMA"] == 4, "one k tile = 4 wgmma.m64n256k16"
     assert r.instruction_mix["UTMALDG (TMA)"] == 5, "a stage = one a box and four b boxes"
     assert r.registers <= 168  # 384 threads, 1 block/SM: 65536 / 384 rounded down to 8
+    # An sm_90a cubin runs on sm_90 alone: no sm_80 occupancy (and no "could not compile for sm_80" as if broken).
+    assert set(r.occupancy) == {"sm_90"} and any("architecture-specific" in n for n in r.notes), r.notes
+    assert not any("could not compile" in n for n in r.notes), r.notes
     from workbench import cuda
 
     k = cuda.RawKernel(v.cu_file, "hgemm_wgmma_tma_bf16", arch="sm_90a")  # inspect what that kernel would build

@@ -480,9 +480,14 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
     fsass = funcs.get(symbol) or (next(iter(funcs.values())) if funcs else sass)
     mix, ops = instruction_mix(fsass)
     occ: dict[str, dict] = {}
-    for a in dict.fromkeys((*OCCUPANCY_ARCHS, _arch.get(arch).name)):
+    own = _arch.get(arch).name
+    specific = arch.endswith("a")  # sm_90a: wgmma, setmaxnreg; such a cubin loads on that arch and no other
+    if specific:
+        notes.append(f"built for {arch}, an architecture-specific target: it runs on {own} GPUs only, so the "
+                     f"occupancy is given for {own} alone")
+    for a in dict.fromkeys((own,) if specific else (*OCCUPANCY_ARCHS, own)):
         regs, sm = r["registers"], smem
-        if a != _arch.get(arch).name:
+        if a != own:
             try:
                 if kind == "cuda":
                     _, log2, _ = _cuda_compile(spec["code"], spec["name"], tuple(spec.get("options") or ()), a)
