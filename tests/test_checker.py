@@ -197,6 +197,35 @@ def test_spread_small_errors_are_precision_and_few_far_off_ones_scattered():
     assert not rep.ok and rep.diagnosis == "scattered", rep.summary()
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "int32"])
+def test_poison_is_told_apart_from_computed_nans(dtype):
+    from workbench.registry import is_poison, poison_
+
+    dt = wb.registry.as_dtype(dtype)
+    t = poison_(torch.zeros(6, dtype=dt))
+    assert is_poison(t).all()
+    if not dt.is_floating_point:
+        return
+    assert torch.isnan(t.float()).all()  # still a NaN to any comparison
+    made = torch.tensor([float("inf"), 0.0, 1.0], dtype=torch.float32)
+    computed = torch.stack([made[0] - made[0], made[1] / made[1], torch.tensor(float("nan"))]).to(dt)
+    if dt.itemsize > 1:  # a payload fits: the canonical NaNs of arithmetic are not poison
+        assert not is_poison(computed).any()
+    else:  # e4m3fn has one NaN: every NaN counts as poison
+        assert is_poison(computed).all()
+
+
+def softmax_no_max(x):
+    e = torch.exp(x.float())
+    return (e / e.sum(-1, keepdim=True)).to(x.dtype)
+
+
+def test_overflow_nan_is_computed_not_unwritten():
+    rep = wb.check(softmax_no_max, "softmax", shapes=[{"M": 17, "N": 33}], seeds=(0,), dtypes=("float32",))
+    assert not rep.ok and rep.diagnosis == "computed_nan", rep.summary()
+    assert "subtracting the row max" in rep.summary()
+
+
 def vecadd_raises(x, y):
     raise ValueError("kaboom: shared memory exhausted")
 

@@ -1,7 +1,8 @@
 """The one checker: compare a kernel against the float64 reference and say what its wrong elements look like.
 
 For every (shape, dtype, seed, input case) it makes fresh random inputs, runs the float64 reference, runs the
-kernel with poisoned outputs (so an element it never writes shows up as NaN), and compares NaN/Inf aware with a
+kernel with poisoned outputs (so an element it never writes shows up as a NaN with a payload no arithmetic
+makes), and compares NaN/Inf aware with a
 tolerance by dtype: ``|out - ref| <= atol + rtol * |ref|``. For fp16/bf16 it also applies flash-attention's rule:
 an error up to 2x that of the same op run in torch at that dtype (against the same float64 reference) passes.
 
@@ -11,8 +12,9 @@ When elements are wrong it names the pattern:
 - ``masking``: only the last partial tile (or the last element) of some dimension is wrong: tail / mask bug;
 - ``missing_barrier``: whole tiles wrong while the rest is right: a shared-memory race;
 - ``scale``: everything off by one constant factor;
-- ``precision``: small errors spread everywhere: accumulation in too low a precision;
+- ``precision``: small errors spread everywhere: accumulation in too low a precision, a different rounding;
 - ``special_values``: wrong where the reference is NaN/Inf: -inf rows, overflow;
+- ``computed_nan``: NaN/Inf the kernel computed where the reference is finite (not the poison): an overflow;
 - ``unwritten``: scattered elements never written; ``scattered``: anything else.
 """
 
@@ -36,6 +38,7 @@ from workbench.registry import (
     as_dtype,
     dtype_name,
     get_op,
+    is_poison,
     make_inputs,
     poisoning,
     variants,
@@ -54,6 +57,9 @@ DIAGNOSES = {
                  "from the contract's",
     "special_values": "wrong exactly where the reference is NaN/Inf: handling of -inf, all -inf rows or overflow",
     "unwritten": "scattered elements were never written (the poison survived): some threads skip their store",
+    "computed_nan": "NaN or Inf where the reference is finite, and not the checker's poison, so the kernel computed "
+                    "it: an overflow (exp of a large input without subtracting the row max first), inf - inf, 0 / 0 "
+                    "(or an unwritten intermediate buffer that was cast into the output)",
     "scattered": "scattered wrong elements with no simple pattern: an indexing bug",
     "error": "the kernel raised an exception",
     "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device",
@@ -200,18 +206,23 @@ def _tiles_pattern(bad: torch.Tensor) -> bool:
     return False
 
 
-def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor, tol: torch.Tensor | None = None) -> str:
+def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor, tol: torch.Tensor | None = None,
+             poisoned: torch.Tensor | None = None) -> str:
     """Name the pattern of the wrong elements ``bad`` (a bool mask) of ``out`` against ``ref``.
 
     ``tol`` (the per-element tolerance) lets a pattern-free failure be told apart: an indexing bug leaves most
     elements exact and the wrong ones far off, a precision or rounding difference moves every element a little
-    and only the tail of that spread crosses the tolerance.
+    and only the tail of that spread crosses the tolerance. ``poisoned`` marks the elements still holding the
+    checker's poison (``registry.is_poison`` of the raw output); without it every NaN counts as poison.
     """
     fin = torch.isfinite(ref)
-    poison = bad & torch.isnan(out) & fin
+    poison = bad & (torch.isnan(out) if poisoned is None else poisoned) & fin
     special = bad & ~fin
     if special.any() and not (bad & fin).any():
         return "special_values"
+    computed = bad & fin & ~torch.isfinite(out) & ~poison
+    if computed.any() and 2 * int(computed.sum()) >= int((bad & fin).sum()):  # most wrong elements: a NaN/Inf made
+        return "computed_nan"
     if out.dim() >= 2 and poison.any():
         rows = bad.reshape(-1, out.shape[-1])
         prow = poison.reshape(-1, out.shape[-1])
@@ -429,5 +440,5 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
                          "abs_err": float(err[w]), "tol": float(tol[w])}
             if len(names) > 1:
                 res.worst["output"] = nm
-            res.diagnosis = diagnose(o, r, bad, tol.double().cpu())
+            res.diagnosis = diagnose(o, r, bad, tol.double().cpu(), is_poison(o_i).cpu())
     return res

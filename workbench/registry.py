@@ -176,6 +176,38 @@ def poisoning(on: bool = True) -> Iterator[None]:
 
 
 POISON_INT = -0x5A5A5A5A
+# Float poison: a quiet NaN with a payload, as raw bits per dtype. Arithmetic makes canonical NaNs (0x7FC00000 or
+# 0xFFC00000 on CPUs, 0x7FFFFFFF on NVIDIA GPUs), never these, so the checker can tell a NaN the kernel computed (an
+# overflow: exp without the max subtracted, inf - inf, 0/0) from an element it never wrote. fp8 formats have no
+# room for a payload (e4m3fn has one NaN, 0x7F): there every NaN counts as poison.
+_POISON_BITS: dict[torch.dtype, tuple[torch.dtype, int]] = {
+    torch.float64: (torch.int64, 0x7FF8A5A5A5A5A5A5),
+    torch.float32: (torch.int32, 0x7FC5A5A5),
+    torch.float16: (torch.int16, 0x7E5A),
+    torch.bfloat16: (torch.int16, 0x7FDA),
+}
+
+
+def poison_(t: torch.Tensor) -> torch.Tensor:
+    """Fill ``t`` in place with the checker's poison: the payload NaN of its float dtype, else ``POISON_INT``."""
+    if t.dtype in _POISON_BITS:
+        it, bits = _POISON_BITS[t.dtype]
+        t.view(it).fill_(bits)
+    elif t.is_floating_point():
+        t.fill_(float("nan"))
+    else:
+        t.fill_(POISON_INT)
+    return t
+
+
+def is_poison(t: torch.Tensor) -> torch.Tensor:
+    """Return a bool mask of the elements of ``t`` that still hold the poison :func:`poison_` writes."""
+    if t.dtype in _POISON_BITS:
+        it, bits = _POISON_BITS[t.dtype]
+        return t.contiguous().view(it) == bits
+    if t.is_floating_point():
+        return torch.isnan(t)
+    return t == POISON_INT
 
 
 def empty(shape: Sequence[int] | torch.Size, dtype: torch.dtype, device: torch.device | str | None = None
@@ -183,17 +215,15 @@ def empty(shape: Sequence[int] | torch.Size, dtype: torch.dtype, device: torch.d
     """Allocate a kernel output; under the checker it is poisoned so unwritten elements are caught.
 
     Variants allocate their outputs with this instead of ``torch.empty``: outside :func:`workbench.check` it is
-    ``torch.empty``; inside, floats start as NaN and integers as ``POISON_INT``, so an element the kernel never
-    writes cannot pass by luck (a fresh ``torch.empty`` often holds the right answer from the previous run).
+    ``torch.empty``; inside, floats start as a NaN with a payload no arithmetic produces and integers as
+    ``POISON_INT`` (:func:`poison_`), so an element the kernel never writes cannot pass by luck (a fresh
+    ``torch.empty`` often holds the right answer from the previous run), and is told apart from a computed NaN.
     """
     from workbench import device as _device
 
     out = torch.empty(tuple(shape), dtype=dtype, device=device if device is not None else _device())
     if _CHECKING.get():
-        if out.is_floating_point():
-            out.fill_(float("nan"))
-        else:
-            out.fill_(POISON_INT)
+        poison_(out)
     return out
 
 

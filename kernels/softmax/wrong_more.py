@@ -1,12 +1,14 @@
 """More known-wrong softmax kernels (Triton): numerics bugs the checker must name.
 
-A softmax that forgets the max (exp overflows to inf/inf = NaN on a row near 1e4) is not kept here: the checker
-reads a NaN output where the reference is finite as unwritten poison and says "unwritten", which would teach the
-wrong lesson.
+``wrong_no_max`` is the classic: exp(x) without subtracting the row max overflows fp32 past x = 88.7, and a row of
+the checker's edge case holds values near 1e4, so it becomes inf / inf = NaN where torch's softmax is finite. The
+checker tells that NaN from its own poison (a payload NaN no arithmetic makes) and says ``computed_nan``, not
+"unwritten".
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -35,3 +37,22 @@ def wrong_zero_empty_rows(x: torch.Tensor) -> torch.Tensor:
     softmax_zero_for_empty_rows[(m,)](x, out, n, BLOCK_N=triton.next_power_of_2(n))
     return out
 
+
+@triton.jit
+def softmax_without_max(x_ptr, y_ptr, N, BLOCK_N: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    base = tl.program_id(0).to(tl.int64) * N
+    x = tl.load(x_ptr + base + cols, mask=cols < N, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x)  # BUG: should be tl.exp(x - tl.max(x, axis=0)); exp(89) is already inf in fp32
+    y = e / tl.sum(e, axis=0)
+    tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+@register("softmax", "wrong_no_max", backend="triton", expected_diagnosis="computed_nan",
+          idea="KNOWN WRONG: exp(x) without subtracting the row max: overflows to inf / inf = NaN for large inputs.")
+def wrong_no_max(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.shape
+    out = empty_like(x)
+    with np.errstate(over="ignore", invalid="ignore"):  # the interpreter's numpy would warn of the overflow it shows
+        softmax_without_max[(m,)](x, out, n, BLOCK_N=triton.next_power_of_2(n))
+    return out
