@@ -363,3 +363,12 @@ def _softmax1(x):
 def test_signature_counts_inputs_not_shape_commas(fn, op):
     # "gemm(a[M,K], b[K,N])" has two inputs, not four
     assert wb.check(fn, op, shapes=wb.get_op(op).check_shapes[:2], seeds=(0,)).ok
+
+
+def test_signature_counts_inputs_with_parentheses_inside_shapes():
+    from workbench.checker import _signature_args
+
+    # moe_fp8's scale shapes hold parentheses: "w1s[E,G(2I),G(d)]" is one input, and ")" ends no argument list
+    args = _signature_args(wb.get_op("moe_fp8").signature)
+    assert len(args) == 8 and args[3] == "w1s[E,G(2I),G(d)]" and args[-1] == "renormalize=True"
+    assert _signature_args("f(x[N], eps=1e-6) -> [N]") == ["x[N]", "eps=1e-6"]

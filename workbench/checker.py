@@ -23,7 +23,6 @@ from __future__ import annotations
 import html
 import inspect as _inspect
 import math
-import re
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -282,16 +281,34 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
+def _signature_args(signature: str) -> list[str]:
+    """Return the top-level arguments of ``"op(a[M,K], w1s[E,G(2I),G(d)], top_k=1) -> ..."``, shapes included."""
+    body = signature.split("(", 1)[1]
+    args, cur, depth = [], "", 0
+    for ch in body:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            if depth == 0:  # the closing parenthesis of the argument list
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [a for a in (*args, cur.strip()) if a]
+
+
 def _signature_error(fn: Callable, op: Op) -> str | None:
     """Return why ``fn`` cannot be called like ``op``, or None."""
     try:
         sig = _inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    n_inputs = re.sub(r"\[[^\]]*\]", "", op.signature.split("(", 1)[1].split(")")[0])  # drop [M,K] shapes
     params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in params if p.default is p.empty]
-    n_args = len([a for a in n_inputs.split(",") if "=" not in a])
+    n_args = len([a for a in _signature_args(op.signature) if "=" not in a])
     has_var = any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
     if len(required) > n_args or (len(params) < n_args and not has_var):
         return (f"{op.name}: your function has signature {getattr(fn, '__name__', 'fn')}{sig}, but it is called as "
