@@ -7,9 +7,9 @@ The launches are moe/triton_fused's plus one, and the same routed row blocks (``
    each step is one quantization group of x and one 128x128 block of w1: ``tl.dot`` of the e4m3 tiles (wgmma
    reads fp8 from shared memory at twice the bf16 rate), then the step's partial sum is scaled by
    ``xs[token, kg] * w1s[e, n // 128, kg]`` and added into an fp32 accumulator. That add is DeepSeek-V3's
-   "promotion": Hopper's fp8 wgmma keeps only ~14 bits of the running sum internally, so a sum carried across all
-   of K inside the tensor cores loses precision; summing 128 products there and the rest in fp32 registers does
-   not. The epilogue computes silu(gate) * up in fp32 and *requantizes* it: the program's 128 columns are exactly
+   "promotion": their report measured that the H800's fp8 MMA keeps only ~14 bits of the running sum, so a sum
+   carried across all of K inside the tensor cores loses precision; summing 128 products there and the rest in
+   fp32 registers does not. The epilogue computes silu(gate) * up in fp32 and *requantizes* it: the program's 128 columns are exactly
    one group of the [T*k, I] intermediate, so its amax is a row max inside the tile, and the down GEMM's A operand
    (1 B per element plus one scale per 128) is written in one pass, never as bf16.
 3. down: the same row blocks times w2[e].T with the same per-step scales; the epilogue multiplies by the router
@@ -17,9 +17,10 @@ The launches are moe/triton_fused's plus one, and the same routed row blocks (``
 
 Rounding to e4m3 is written out (``e4m3_rne``) instead of relying on ``.to(tl.float8e4nv)`` alone: the Triton
 3.7 interpreter drops the carry when rounding overflows the mantissa (126.2 becomes 64, not 128) and does not
-saturate (500 becomes 256), and sm_89's fp32 -> e4m3 lowering rounds twice through fp16. Rounding onto the e4m3
-grid with integer exponent arithmetic and the 1.5 * 2^23 trick (round to nearest even) makes the final cast exact
-on every backend, for a few integer ops per element of a memory-bound epilogue.
+saturate (500 becomes 256), both measured here; Triton's sm_89 lowering is reported to round twice through fp16
+(triton-lang/triton pull request 11753). Rounding onto the e4m3 grid with integer exponent arithmetic and the
+1.5 * 2^23 trick (round to nearest even) makes the final cast exact on every backend, for a few integer ops per
+element of a memory-bound epilogue.
 
 On a GPU the dots take e4m3 operands. The interpreter has no fp8 dot, so in cpu mode ``DOT_F16`` upcasts both
 tiles to fp16 first: every e4m3 value is exact in fp16 and the products are exact in fp32, so the emulated kernel
