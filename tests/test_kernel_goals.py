@@ -49,3 +49,17 @@ def test_ratio_is_baseline_time_over_ours_and_goals_are_the_issues():
     for text in (">= 0.95 at 8192^3", ">= 0.90 of cuBLAS SGEMM with TF32 off", ">= 0.60", ">= 0.90 and Triton",
                  ">= 1.1x", ">= 0.75", ">= 0.80", ">= 0.70"):
         assert text in doc
+
+
+def test_quiet_write_saves_partial_results_without_the_summary(tmp_path, capsys):
+    from workbench.goals import write
+
+    rec = wb.bench(wb.variant("vecadd", "torch_add"), N=1024)
+    goals = {"goals": {"x": {"ratio": 2.0, "goal": 1.0}}}
+    out, gfile = write(goals, [rec], tmp_path, "partial", "cmd", ["a note"], quiet=True)
+    assert capsys.readouterr().out == ""  # a section's save says nothing; the final write prints the summary
+    assert json.loads(gfile.read_text())["goals"]["x"]["met"] and json.loads(out.read_text())["records"]
+    goals["goals"]["y"] = {"ratio": 0.5, "goal": 1.0}
+    out2, gfile2 = write(goals, [rec, rec], tmp_path, "partial", "cmd", ["a note"])
+    assert (out2, gfile2) == (out, gfile) and len(json.loads(out.read_text())["records"]) == 2  # replaced
+    assert "NOT met" in capsys.readouterr().out

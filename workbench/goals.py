@@ -77,9 +77,13 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
-def write(goals: dict, records: list[dict], out_dir: Path, tag: str, command: str, notes: list[str]) -> tuple[Path,
-                                                                                                             Path]:
-    """Write ``<gpu>-<date>-<tag>.json`` (records) and ``goals/<tag>-<gpu>-<date>.json``; print the summary."""
+def write(goals: dict, records: list[dict], out_dir: Path, tag: str, command: str, notes: list[str], *,
+          quiet: bool = False) -> tuple[Path, Path]:
+    """Write ``<gpu>-<date>-<tag>.json`` (records) and ``goals/<tag>-<gpu>-<date>.json``; print the summary.
+
+    ``quiet`` writes without the summary: a script saves what it has measured so far this way after each section,
+    so a run stopped by a time limit keeps it (the next write replaces the same two files).
+    """
     for g in goals["goals"].values():
         g["met"] = g["ratio"] >= g["goal"]
     goals["notes"] = notes
@@ -93,6 +97,8 @@ def write(goals: dict, records: list[dict], out_dir: Path, tag: str, command: st
     gfile = out_dir / "goals" / f"{tag}-{name}-{day}.json"
     gfile.parent.mkdir(parents=True, exist_ok=True)
     gfile.write_text(json.dumps(goals, indent=1) + "\n")
+    if quiet:
+        return out, gfile
     print(f"records: {out}\ngoals: {gfile}")
     for k, g in goals["goals"].items():
         print(f"{k:<34} {g['ratio']:6.2f} (goal {g['goal']})  {'met' if g['met'] else 'NOT met'}")
