@@ -9,9 +9,9 @@ The launches are moe/triton_fused's plus one, and the same routed row blocks (``
    ``xs[token, kg] * w1s[e, n // 128, kg]`` and added into an fp32 accumulator. That add is DeepSeek-V3's
    "promotion": their report measured that the H800's fp8 MMA keeps only ~14 bits of the running sum, so a sum
    carried across all of K inside the tensor cores loses precision; summing 128 products there and the rest in
-   fp32 registers does not. The epilogue computes silu(gate) * up in fp32 and *requantizes* it: the program's 128 columns are exactly
-   one group of the [T*k, I] intermediate, so its amax is a row max inside the tile, and the down GEMM's A operand
-   (1 B per element plus one scale per 128) is written in one pass, never as bf16.
+   fp32 registers does not. The epilogue computes silu(gate) * up in fp32 and *requantizes* it: the program's
+   128 columns are exactly one group of the [T*k, I] intermediate, so its amax is a row max inside the tile, and
+   the down GEMM's A operand (1 B per element plus one scale per 128) is written in one pass, never as bf16.
 3. down: the same row blocks times w2[e].T with the same per-step scales; the epilogue multiplies by the router
    weight and adds into out[token] with fp32 atomics (the top-k combine), as in moe/triton_fused.
 

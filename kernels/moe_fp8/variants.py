@@ -2,5 +2,5 @@
 
 from . import (  # noqa: F401
     v1_triton_block,  # per-group quant, gate/up with fused SwiGLU + requant, down with the combine
-    wrong,  # wrong_bf16_intermediate: skips the requantization before the down projection
+    wrong,  # wrong_bf16_intermediate skips the requantization; wrong_up_scale_row misreads the up rows' scales
 )
