@@ -7,8 +7,11 @@ import numba/triton in a state that contradicts the mode.
 
 from __future__ import annotations
 
+import atexit
 import functools
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -70,3 +73,36 @@ def subprocess_env(**overrides: str | None) -> dict[str, str]:
         else:
             env[k] = v
     return env
+
+
+class InspectChild:
+    """Run a ``wb.inspect`` script in a child Python started now, and read its last stdout line as JSON.
+
+    Started when a test module is imported, the child's ~20 s of Triton + ptxas work overlaps that module's
+    interpreter tests. The child has run nothing under the interpreter (see test_attention_triton.py for why that
+    matters). Without ptxas/cuobjdump it is not started and ``result()`` skips, saying what is missing.
+    """
+
+    def __init__(self, script: str) -> None:
+        from workbench.cuda.errors import ToolchainNotFoundError
+        from workbench.inspection import find_cuda_tool
+
+        self.missing: str | None = None
+        try:
+            find_cuda_tool("ptxas")
+            find_cuda_tool("cuobjdump")
+        except ToolchainNotFoundError as e:
+            self.missing = str(e)
+        self.proc = None if self.missing else subprocess.Popen(
+            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            env=subprocess_env(WORKBENCH_MODE="cpu"))
+        if self.proc is not None:  # tests deselected (-k): do not leave it running past the session
+            atexit.register(lambda: self.proc.poll() is None and self.proc.kill())
+
+    def result(self) -> dict:
+        """Wait for the child and return its JSON (call once, from a module-scoped fixture)."""
+        if self.proc is None:
+            pytest.skip(f"no CUDA toolchain for wb.inspect: {self.missing}")
+        out, err = self.proc.communicate(timeout=600)
+        assert self.proc.returncode == 0, err[-4000:]
+        return json.loads(out.strip().splitlines()[-1])

@@ -8,19 +8,13 @@ Budget: ~15 s on 2 cores; the sm_90 compile runs in a child process started at i
 
 from __future__ import annotations
 
-import atexit
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 
 import workbench as wb
-from tests.conftest import ROOT, subprocess_env
-from workbench.cuda.errors import ToolchainNotFoundError
-from workbench.inspection import find_cuda_tool
+from tests.conftest import InspectChild
 
 wb.variants("moe_fp8")
 from kernels.moe_fp8 import reference as ref  # noqa: E402
@@ -42,30 +36,12 @@ _INSPECT = textwrap.dedent("""
 """)
 
 
-def _toolchain() -> str | None:
-    try:
-        find_cuda_tool("ptxas")
-        find_cuda_tool("cuobjdump")
-    except ToolchainNotFoundError as e:
-        return str(e)
-    return None
-
-
-_NO_TOOLS = _toolchain()
-_CHILD = None if _NO_TOOLS else subprocess.Popen(
-    [sys.executable, "-c", _INSPECT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    env=subprocess_env(WORKBENCH_MODE="cpu"))
-if _CHILD is not None:
-    atexit.register(lambda: _CHILD.poll() is None and _CHILD.kill())
+_CHILD = InspectChild(_INSPECT)  # ~20 s of Triton + ptxas work, overlapping the interpreter tests below
 
 
 @pytest.fixture(scope="module")
 def sm90() -> dict:
-    if _CHILD is None:
-        pytest.skip(f"no CUDA toolchain for wb.inspect: {_NO_TOOLS}")
-    out, err = _CHILD.communicate(timeout=600)
-    assert _CHILD.returncode == 0, err[-4000:]
-    return json.loads(out.strip().splitlines()[-1])
+    return _CHILD.result()
 
 
 def _inputs(seed: int = 0, case: str = "random", **shape):
