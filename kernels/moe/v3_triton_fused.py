@@ -42,6 +42,8 @@ its own for sm_90. ``fused_moe`` is the public entry point after routing (notebo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -317,13 +319,22 @@ def inspect_spec(kernel: str = "gate_up", dtype: str = "fp16", block_m: int = 64
             "num_warps": c.num_warps, "num_stages": c.num_stages}
 
 
-def _supports(shape: dict) -> str | None:
-    """Refuse what the Triton top-k or align kernels refuse (E beyond one program's row or scan)."""
-    for v in (triton_topk, v2_triton_align.triton_align):
-        why = v.supports(shape) if v.supports is not None else None
-        if why:
-            return f"moe/triton_fused routes with {v.op}/{v.name}, which refuses this shape: {why}"
-    return None
+def routing_supports(who: str) -> Callable[[dict], str | None]:
+    """Return a ``supports`` for variant ``who`` that routes with the Triton top-k and align kernels.
+
+    It refuses what they refuse (E beyond one program's row or scan), naming ``who`` and the kernel.
+    """
+    def supports(shape: dict) -> str | None:
+        for v in (triton_topk, v2_triton_align.triton_align):
+            why = v.supports(shape) if v.supports is not None else None
+            if why:
+                return f"{who} routes with {v.op}/{v.name}, which refuses this shape: {why}"
+        return None
+
+    return supports
+
+
+_supports = routing_supports("moe/triton_fused")
 
 
 @register("moe", "triton_fused", backend="triton", supports=_supports, inspect_spec=inspect_spec,

@@ -38,7 +38,7 @@ from workbench import MODE, OpError, empty, register
 from workbench.registry import get_op
 
 get_op("moe", with_variants=True)  # moe's ladder (and with it moe_topk's and moe_align's) registers first
-from kernels.moe.v3_triton_fused import SMEM_BYTES  # noqa: E402
+from kernels.moe.v3_triton_fused import SMEM_BYTES, routing_supports  # noqa: E402
 from kernels.moe_align import v2_triton_align  # noqa: E402
 from kernels.moe_align.reference import sizes as align_sizes  # noqa: E402
 from kernels.moe_topk.v2_triton_topk import triton_topk  # noqa: E402
@@ -346,17 +346,9 @@ def inspect_spec(kernel: str = "gate_up", block_m: int = 64, config: triton.Conf
             "num_warps": c.num_warps, "num_stages": c.num_stages}
 
 
-def _supports(shape: dict) -> str | None:
-    """Refuse what the Triton top-k or align kernels refuse (E beyond one program's row or scan)."""
-    for v in (triton_topk, v2_triton_align.triton_align):
-        why = v.supports(shape) if v.supports is not None else None
-        if why:
-            return f"moe_fp8/triton_block routes with {v.op}/{v.name}, which refuses this shape: {why}"
-    return None
-
-
 # bf16_dot=False: bf16 is only x and the output here; the dots take e4m3 (GPU) or exact fp16 (interpreter) tiles.
-@register("moe_fp8", "triton_block", backend="triton", supports=_supports, inspect_spec=inspect_spec, bf16_dot=False,
+@register("moe_fp8", "triton_block", backend="triton", supports=routing_supports("moe_fp8/triton_block"),
+          inspect_spec=inspect_spec, bf16_dot=False,
           idea="e4m3 grouped GEMMs, fp32 promotion every 128 of K, SwiGLU + 1x128 requant fused into gate/up.")
 def triton_block(x: torch.Tensor, router_logits: torch.Tensor, w1q: torch.Tensor, w1s: torch.Tensor,
                  w2q: torch.Tensor, w2s: torch.Tensor, top_k: int, renormalize: bool = True) -> torch.Tensor:
