@@ -35,12 +35,17 @@ def validate(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2:
             f"w1 must be [E,2I,d] with d={d}, got {tuple(w1.shape)}")
     i = w1.shape[1] // 2
     require("moe", tuple(w2.shape) == (e, d, i), f"w2 must be [E,d,I] = [{e},{d},{i}], got {tuple(w2.shape)}")
-    require("moe", tuple(router_logits.shape) == (t, e),
-            f"router_logits must be [T,E] = [{t},{e}], got {tuple(router_logits.shape)}")
-    require("moe", isinstance(top_k, int) and not isinstance(top_k, bool) and 1 <= top_k <= e,
-            f"top_k must be an int in [1, E={e}], got {top_k!r}")
-    require("moe", isinstance(renormalize, bool), f"renormalize must be a bool, got {renormalize!r}")
+    validate_routing("moe", router_logits, t, e, top_k, renormalize)
     return {"T": t, "d": d, "I": i, "E": e, "top_k": top_k}
+
+
+def validate_routing(op: str, router_logits: torch.Tensor, t: int, e: int, top_k: int, renormalize: bool) -> None:
+    """Check the routing arguments of a moe-style op: router_logits[T,E], an int top_k in [1, E], a bool."""
+    require(op, tuple(router_logits.shape) == (t, e),
+            f"router_logits must be [T,E] = [{t},{e}], got {tuple(router_logits.shape)}")
+    require(op, isinstance(top_k, int) and not isinstance(top_k, bool) and 1 <= top_k <= e,
+            f"top_k must be an int in [1, E={e}], got {top_k!r}")
+    require(op, isinstance(renormalize, bool), f"renormalize must be a bool, got {renormalize!r}")
 
 
 def route(router_logits: torch.Tensor, top_k: int, renormalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

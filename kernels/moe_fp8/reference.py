@@ -67,11 +67,7 @@ def validate(x: torch.Tensor, router_logits: torch.Tensor, w1q: torch.Tensor, w1
         require("moe_fp8", tuple(s.shape) == want,
                 f"{name} must hold one scale per 128x128 block, [E, ceil({rows}/128), ceil({cols}/128)] = "
                 f"{list(want)}, got {list(s.shape)}")
-    require("moe_fp8", tuple(router_logits.shape) == (t, e),
-            f"router_logits must be [T,E] = [{t},{e}], got {tuple(router_logits.shape)}")
-    require("moe_fp8", isinstance(top_k, int) and not isinstance(top_k, bool) and 1 <= top_k <= e,
-            f"top_k must be an int in [1, E={e}], got {top_k!r}")
-    require("moe_fp8", isinstance(renormalize, bool), f"renormalize must be a bool, got {renormalize!r}")
+    moe_ref.validate_routing("moe_fp8", router_logits, t, e, top_k, renormalize)
     return {"T": t, "d": d, "I": i, "E": e, "top_k": top_k}
 
 
