@@ -239,6 +239,31 @@ def _precision(dtype: torch.dtype) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- host side
+def check_routed(who: str, t: int, topk_weights: torch.Tensor, topk_ids: torch.Tensor, block_m: int) -> int:
+    """Check routed tokens (weights and ids both [T, top_k]) and the align block for ``who``; return block_m."""
+    k = topk_ids.shape[1]
+    if tuple(topk_weights.shape) != (t, k) or tuple(topk_ids.shape) != (t, k):
+        raise OpError(f"{who}: topk_weights and topk_ids must both be [T, top_k] = [{t}, {k}], got "
+                      f"{tuple(topk_weights.shape)} and {tuple(topk_ids.shape)}")
+    bm = int(block_m)
+    if bm < 16 or bm % 16:
+        raise OpError(f"{who}: block_m must be a multiple of 16 (tl.dot's smallest M), got {bm}")
+    return bm
+
+
+def align_routed(topk_weights: torch.Tensor, topk_ids: torch.Tensor, e: int, block_m: int
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Return (weights fp32, sorted_ids, expert_ids, n_padded): the routed slots aligned to block_m rows."""
+    t, k = topk_ids.shape
+    ids = topk_ids.to(torch.int32).contiguous()
+    weights = topk_weights.to(torch.float32).contiguous()
+    # The launchers themselves, not the registered variants: those validate topk_ids against E with a min/max
+    # that syncs with the host, and the pipeline is meant to run without one (CUDA-graph friendly).
+    sorted_ids, expert_ids, n_padded = v2_triton_align.run(ids, e, block_m)
+    assert expert_ids.shape[0] == align_sizes(t, k, e, block_m)[1], "moe_align returned a block count off its contract"
+    return weights, sorted_ids, expert_ids, n_padded
+
+
 def fused_moe(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, topk_weights: torch.Tensor,
               topk_ids: torch.Tensor, block_m: int | None = None) -> torch.Tensor:
     """Run the experts on already-routed tokens and return out[T, d] in x's dtype.
@@ -250,24 +275,15 @@ def fused_moe(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, topk_weights:
     e, two_i, _ = w1.shape
     i = two_i // 2
     k = topk_ids.shape[1]
-    if tuple(topk_weights.shape) != (t, k) or tuple(topk_ids.shape) != (t, k):
-        raise OpError(f"moe/triton_fused: topk_weights and topk_ids must both be [T, top_k] = [{t}, {k}], got "
-                      f"{tuple(topk_weights.shape)} and {tuple(topk_ids.shape)}")
-    bm = block_m_for(t * k, e) if block_m is None else int(block_m)
-    if bm < 16 or bm % 16:
-        raise OpError(f"moe/triton_fused: block_m must be a multiple of 16 (tl.dot's smallest M), got {bm}")
+    bm = check_routed("moe/triton_fused", t, topk_weights, topk_ids,
+                      block_m_for(t * k, e) if block_m is None else block_m)
     out32 = torch.zeros((t, d), dtype=torch.float32, device=x.device)  # atomics add into it: zeros, not poison
     if t == 0:
         return out32.to(x.dtype)
     x, w1, w2 = x.contiguous(), w1.contiguous(), w2.contiguous()
-    ids = topk_ids.to(torch.int32).contiguous()
-    weights = topk_weights.to(torch.float32).contiguous()
-    # The launchers themselves, not the registered variants: those validate topk_ids against E with a min/max
-    # that syncs with the host, and the pipeline is meant to run without one (CUDA-graph friendly).
-    sorted_ids, expert_ids, n_padded = v2_triton_align.run(ids, e, bm)
+    weights, sorted_ids, expert_ids, n_padded = align_routed(topk_weights, topk_ids, e, bm)
     n_slots = t * k
     n_blocks = expert_ids.shape[0]
-    assert n_blocks == align_sizes(t, k, e, bm)[1], "moe_align returned a block count off its contract"
     a = empty((n_slots, i), x.dtype, x.device)  # silu(gate) * up per slot, read back by the down GEMM
     prec = _precision(x.dtype)
     up_args = (x, w1, a, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)

@@ -34,13 +34,11 @@ import triton
 import triton.language as tl
 
 from kernels.moe_fp8.reference import FP8, GROUP, groups
-from workbench import MODE, OpError, empty, register
+from workbench import MODE, empty, register
 from workbench.registry import get_op
 
 get_op("moe", with_variants=True)  # moe's ladder (and with it moe_topk's and moe_align's) registers first
-from kernels.moe.v3_triton_fused import SMEM_BYTES, routing_supports  # noqa: E402
-from kernels.moe_align import v2_triton_align  # noqa: E402
-from kernels.moe_align.reference import sizes as align_sizes  # noqa: E402
+from kernels.moe.v3_triton_fused import SMEM_BYTES, align_routed, check_routed, routing_supports  # noqa: E402
 from kernels.moe_topk.v2_triton_topk import triton_topk  # noqa: E402
 
 
@@ -278,22 +276,15 @@ def fused_moe_fp8(x: torch.Tensor, w1q: torch.Tensor, w1s: torch.Tensor, w2q: to
     e, two_i, _ = w1q.shape
     i = two_i // 2
     k = topk_ids.shape[1]
-    if tuple(topk_weights.shape) != (t, k) or tuple(topk_ids.shape) != (t, k):
-        raise OpError(f"moe_fp8/triton_block: topk_weights and topk_ids must both be [T, top_k] = [{t}, {k}], "
-                      f"got {tuple(topk_weights.shape)} and {tuple(topk_ids.shape)}")
-    bm = block_m_for(t * k, e) if block_m is None else int(block_m)
-    if bm < 16 or bm % 16:
-        raise OpError(f"moe_fp8/triton_block: block_m must be a multiple of 16 (tl.dot's smallest M), got {bm}")
+    bm = check_routed("moe_fp8/triton_block", t, topk_weights, topk_ids,
+                      block_m_for(t * k, e) if block_m is None else block_m)
     out32 = torch.zeros((t, d), dtype=torch.float32, device=x.device)  # atomics add into it: zeros, not poison
     if t == 0:
         return out32.to(x.dtype)
     xq, xs = quant_groups(x)
-    ids = topk_ids.to(torch.int32).contiguous()
-    weights = topk_weights.to(torch.float32).contiguous()
-    sorted_ids, expert_ids, n_padded = v2_triton_align.run(ids, e, bm)
+    weights, sorted_ids, expert_ids, n_padded = align_routed(topk_weights, topk_ids, e, bm)
     n_slots = t * k
     n_blocks = expert_ids.shape[0]
-    assert n_blocks == align_sizes(t, k, e, bm)[1], "moe_align returned a block count off its contract"
     aq = empty((n_slots, i), FP8, x.device)  # the requantized SwiGLU output: 1 B per element
     a_s = empty((n_slots, groups(i)), torch.float32, x.device)
     up_args = (xq, xs, w1q, w1s, aq, a_s, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)
