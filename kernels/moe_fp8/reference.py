@@ -31,12 +31,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from kernels.gemm_fp8.reference import E4M3_MAX, FP8  # one e4m3 dtype and max for both fp8 ops
 from kernels.moe import reference as moe_ref
 from workbench.contracts import elem_size, require, require_tensor
 from workbench.registry import Op, register, register_op
 
-FP8 = torch.float8_e4m3fn
-E4M3_MAX = 448.0
 GROUP = 128  # quantization group: 128 channels of an activation row, 128x128 blocks of a weight matrix
 SCALE_FLOOR = 1e-12  # an all-zero group still gets a finite, nonzero scale
 LOGIT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
