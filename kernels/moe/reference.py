@@ -29,14 +29,22 @@ def validate(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2:
     require_tensor("moe", "w1", w1, 3, DTYPES, "[E,2I,d]")
     require_tensor("moe", "w2", w2, 3, DTYPES, "[E,d,I]")
     require_same_dtype("moe", x=x, router_logits=router_logits, w1=w1, w2=w2)
-    t, d = x.shape
-    e = w1.shape[0]
-    require("moe", w1.shape[2] == d and w1.shape[1] % 2 == 0,
-            f"w1 must be [E,2I,d] with d={d}, got {tuple(w1.shape)}")
-    i = w1.shape[1] // 2
-    require("moe", tuple(w2.shape) == (e, d, i), f"w2 must be [E,d,I] = [{e},{d},{i}], got {tuple(w2.shape)}")
+    t, d, i, e = validate_expert_shapes("moe", x, w1, w2)
     validate_routing("moe", router_logits, t, e, top_k, renormalize)
     return {"T": t, "d": d, "I": i, "E": e, "top_k": top_k}
+
+
+def validate_expert_shapes(op: str, x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, w1_name: str = "w1",
+                           w2_name: str = "w2") -> tuple[int, int, int, int]:
+    """Check x[T,d], w1[E,2I,d] and w2[E,d,I] agree for a moe-style op; return (T, d, I, E)."""
+    t, d = x.shape
+    e = w1.shape[0]
+    require(op, w1.shape[2] == d and w1.shape[1] % 2 == 0,
+            f"{w1_name} must be [E,2I,d] with d={d}, got {tuple(w1.shape)}")
+    i = w1.shape[1] // 2
+    require(op, tuple(w2.shape) == (e, d, i),
+            f"{w2_name} must be [E,d,I] = [{e},{d},{i}], got {tuple(w2.shape)}")
+    return t, d, i, e
 
 
 def validate_routing(op: str, router_logits: torch.Tensor, t: int, e: int, top_k: int, renormalize: bool) -> None:

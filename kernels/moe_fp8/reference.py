@@ -55,12 +55,7 @@ def validate(x: torch.Tensor, router_logits: torch.Tensor, w1q: torch.Tensor, w1
     require_tensor("moe_fp8", "w2q", w2q, 3, (FP8,), "[E,d,I]")
     require_tensor("moe_fp8", "w1s", w1s, 3, (torch.float32,), "[E,G(2I),G(d)]")
     require_tensor("moe_fp8", "w2s", w2s, 3, (torch.float32,), "[E,G(d),G(I)]")
-    t, d = x.shape
-    e = w1q.shape[0]
-    require("moe_fp8", w1q.shape[2] == d and w1q.shape[1] % 2 == 0,
-            f"w1q must be [E,2I,d] with d={d}, got {tuple(w1q.shape)}")
-    i = w1q.shape[1] // 2
-    require("moe_fp8", tuple(w2q.shape) == (e, d, i), f"w2q must be [E,d,I] = [{e},{d},{i}], got {tuple(w2q.shape)}")
+    t, d, i, e = moe_ref.validate_expert_shapes("moe_fp8", x, w1q, w2q, "w1q", "w2q")
     for name, s, rows, cols in (("w1s", w1s, 2 * i, d), ("w2s", w2s, d, i)):
         want = (e, groups(rows), groups(cols))
         require("moe_fp8", tuple(s.shape) == want,

@@ -42,8 +42,8 @@ def wrong_bf16_intermediate(x: torch.Tensor, router_logits: torch.Tensor, w1q: t
 
 @triton.jit
 def gate_up_up_scale_bug_kernel(xq_ptr, xs_ptr, w1q_ptr, w1s_ptr, aq_ptr, as_ptr, sorted_ptr, expert_ptr, npad_ptr,
-                           n_slots, top_k, d, inter, BLOCK_M: tl.constexpr, GROUP: tl.constexpr,
-                           DOT_F16: tl.constexpr):
+                                n_slots, top_k, d, inter, BLOCK_M: tl.constexpr, GROUP: tl.constexpr,
+                                DOT_F16: tl.constexpr):
     pid_m = tl.program_id(0)  # a block of BLOCK_M padded rows, all of one expert
     pid_n = tl.program_id(1)  # 128 columns of the intermediate: exactly one quantization group per row
     if pid_m * BLOCK_M >= tl.load(npad_ptr):
@@ -81,7 +81,6 @@ def gate_up_up_scale_bug_kernel(xq_ptr, xs_ptr, w1q_ptr, w1s_ptr, aq_ptr, as_ptr
     tl.store(aq_ptr + slots64[:, None] * inter + cols[None, :], q.to(aq_ptr.dtype.element_ty),
              mask=valid[:, None] & (cols[None, :] < inter))
     tl.store(as_ptr + slots64 * ((inter + GROUP - 1) // GROUP) + pid_n, scale, mask=valid)
-
 
 
 @register("moe_fp8", "wrong_up_scale_row", backend="triton", expected_diagnosis="precision", bf16_dot=False,
