@@ -1,11 +1,13 @@
-"""Attention in Numba, FlashAttention-1 style: query-row tiles, K/V tiles in shared memory, online softmax.
+"""Attention in Numba, tiled in FlashAttention-2's loop order: query-row tiles outside, K/V tiles inside.
 
-A block owns BR query rows (one thread each) of one head and walks the keys in tiles of BC. The block stages each
+A block owns BR query rows (one thread each) of one head and walks the keys in tiles of BC; the grid has one block
+per (query tile, batch x head), so the sequence is split across blocks as in FlashAttention-2. The block stages each
 K and V tile in shared memory once and all BR threads reuse it, so K and V are read from global memory
-ceil(Sq/BR) times instead of Sq times (v1). Each thread keeps its row's running max m, running sum l and an
-unnormalised output o[D] in local arrays; a new tile with max m' rescales them by exp(m - m'):
+ceil(Sq/BR) times instead of Sq times (``numba_naive``). Each thread keeps its row's running max m, running sum l
+and an unnormalised output o[D] in local arrays; a new tile with max m' rescales them by exp(m - m'):
     l = l * exp(m - m') + sum_j exp(s_j - m'),   o = o * exp(m - m') + sum_j exp(s_j - m') v_j
-and the division by l happens once at the end. Nothing of size Sq x Sk is ever stored: O(N) memory.
+and the division by l happens once at the end (FlashAttention-1 instead loops over K/V tiles outside and rewrites
+a normalised O tile after each one). Nothing of size Sq x Sk is ever stored: O(N) memory.
 Causal: a key tile that starts after the block's last query row is masked for every row, so it is skipped.
 """
 
@@ -98,7 +100,7 @@ def _supports(shape: dict) -> str | None:
 
 
 @register("attention", "numba_flash", backend="numba", dtypes=("float32", "float16"), supports=_supports,
-          idea="Numba FlashAttention-1: a thread per query row, K/V tiles shared by the block, online softmax.")
+          idea="Numba, FlashAttention-2's loop order: a thread per query row, K/V tiles shared by the block.")
 def numba_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                 scale: float | None = None) -> torch.Tensor:
     b, h, sq, d = q.shape

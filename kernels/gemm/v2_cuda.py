@@ -80,9 +80,9 @@ _simt("cuda_1d_blocktile", "sgemm_1d_blocktile.cu", "sgemm_1d_blocktile", (64, 6
 _simt("cuda_2d_blocktile", "sgemm_2d_blocktile.cu", "sgemm_2d_blocktile", (128, 128), (256,),
       idea="128x128 block tile, each thread an 8x8 register tile: 64 FMAs per 16 shared loads.")
 _simt("cuda_vectorized", "sgemm_vectorized.cu", "sgemm_vectorized", (128, 128), (256,),
-      idea="v5 with 128-bit loads/stores everywhere and a transposed a tile (LDG.128, LDS.128, STG.128).")
+      idea="The 2D block-tiling kernel with 128-bit loads and stores and a transposed a tile (LDG/LDS/STG.128).")
 _simt("cuda_nobank", "sgemm_nobank.cu", "sgemm_nobank", (128, 128), (256,),
-      idea="v6 without bank conflicts: a padded transposed a tile and split 4-wide column groups for b.")
+      idea="The vectorized kernel without bank conflicts: a padded transposed a tile, split 4-wide groups for b.")
 _simt("cuda_warptile", "sgemm_warptile.cu", "sgemm_warptile", (128, 128), (128,),
       idea="Block, warp and thread tiles (128x128 / 64x64 / 8x4 x4): CUTLASS-style SIMT SGEMM.")
 
