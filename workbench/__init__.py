@@ -55,6 +55,7 @@ _LAZY = {
     "peak_memory": ("workbench.timer", "peak_memory"),
     "exercise": ("workbench.drills", "exercise"),
     "exercises": ("workbench.drills", "exercises"),
+    "glossary": ("workbench.terms", "glossary"),
     "roofline": ("workbench.plots", "roofline"),
     "explore": ("workbench.ui", "explore"),
     "show_source": ("workbench.ui", "show_source"),
