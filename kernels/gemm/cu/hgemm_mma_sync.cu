@@ -1,4 +1,4 @@
-// v10 mma.sync + ldmatrix + a 3-stage cp.async pipeline (inline PTX; Ampere and later; GPU only).
+// cuda_mma_sync: mma.sync + ldmatrix + a 3-stage cp.async pipeline (inline PTX; Ampere and later; GPU only).
 // Block 256 threads (8 warps as 2x4) -> 128x128 of c; warp tile 64x32 = 4x4 mma.m16n8k16 tiles, 64 fp32
 // accumulators per thread. Per 32-deep k tile: 16 KiB of a+b arrive by cp.async (LDGSTS, bypassing registers)
 // while the tensor cores work on the tile loaded two steps earlier. Fragments come from shared memory with

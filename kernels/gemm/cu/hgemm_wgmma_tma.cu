@@ -1,4 +1,4 @@
-// v11 Hopper: TMA bulk tensor loads + wgmma, one producer and two consumer warpgroups (sm_90a; GPU only).
+// cuda_wgmma_tma, Hopper: TMA bulk tensor loads + wgmma, one producer and two consumer warpgroups (sm_90a; GPU only).
 // Block 384 threads = 3 warpgroups -> a 128x256 tile of c. Warpgroup 0 is the producer: one thread issues TMA
 // copies (cp.async.bulk.tensor: the copy engine moves whole 2-D boxes, no registers, no address math per
 // element, zeros beyond the matrix edge) into a 4-stage ring and signals "full" through mbarriers. Warpgroups

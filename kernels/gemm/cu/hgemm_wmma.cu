@@ -1,4 +1,4 @@
-// v9 tensor cores through nvcuda::wmma: fp16/bf16 in, fp32 accumulate. A block of 128 threads (4 warps, 2x2)
+// cuda_wmma: tensor cores through nvcuda::wmma: fp16/bf16 in, fp32 accumulate. A block of 128 threads (4 warps, 2x2)
 // computes 64x64 of c; each warp owns 32x32 = 2x2 fragments of 16x16 and per 16-deep k step issues 4
 // mma_sync (each 16x16x16 = 8192 FLOP on the tensor cores: HMMA in SASS). Tiles go through shared memory with
 // zero fill, so any M, N, K works; rows are padded by 8 halves (16 B) so fragment loads spread over the banks.

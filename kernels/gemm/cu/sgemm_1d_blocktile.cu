@@ -1,5 +1,5 @@
-// v4 1D block-tiling: a 64x64 tile of c per block of 512 threads, each thread computing a column of TM = 8
-// results. Per shared-memory load of b the thread now does 8 FMAs (v3: 1), so shared-memory traffic per FMA
+// cuda_1d_blocktile: a 64x64 tile of c per block of 512 threads, each thread computing a column of TM = 8
+// results. Per shared-memory load of b the thread now does 8 FMAs (cuda_smem: 1), so shared-memory traffic per FMA
 // drops from 2 loads to 1.125.
 #include "gemm_common.cuh"
 

@@ -1,6 +1,6 @@
-// v5 2D block-tiling: a 128x128 tile of c per block of 256 threads, each thread an 8x8 micro-tile (64 fp32
+// cuda_2d_blocktile: a 128x128 tile of c per block of 256 threads, each thread an 8x8 micro-tile (64 fp32
 // accumulators in registers). Per K step a thread loads 8 values of a and 8 of b from shared memory and does
-// 64 FMAs: 0.25 shared loads per FMA (v4: 1.125). Arithmetic intensity of the block tile against global
+// 64 FMAs: 0.25 shared loads per FMA (cuda_1d_blocktile: 1.125). Arithmetic intensity of the block tile against global
 // memory: 2*128*128*8 FLOP / ((128+128)*8*4 B) = 32 FLOP/B in fp32.
 #include "gemm_common.cuh"
 

@@ -1,4 +1,4 @@
-// v2 coalesced: the same work, but threadIdx.x walks COLUMNS (block 32x8 = 256 threads). A warp now reads one
+// cuda_coalesced: the same work, but threadIdx.x walks COLUMNS (block 32x8 = 256 threads). A warp now reads one
 // a[row, k] (a broadcast) and 32 consecutive b[k, col] (128 B, 4 sectors), and writes 128 contiguous bytes of c.
 #include "gemm_common.cuh"
 

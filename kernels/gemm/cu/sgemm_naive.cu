@@ -1,4 +1,4 @@
-// v1 naive: one thread per c[row, col], with threadIdx.x walking ROWS. The 32 lanes of a warp then read 32
+// cuda_naive: one thread per c[row, col], with threadIdx.x walking ROWS. The 32 lanes of a warp then read 32
 // different rows of a (stride K elements) and write 32 rows of c: every access is its own 32-byte sector.
 // Block 16x16 = 256 threads; grid ceil(M/16) x ceil(N/16).
 #include "gemm_common.cuh"

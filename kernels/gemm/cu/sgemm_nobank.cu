@@ -1,8 +1,8 @@
-// v7 bank-conflict-free: v6 has two shared-memory bank conflicts. (1) Storing a transposed: lanes 2t and 2t+1
+// cuda_nobank: cuda_vectorized has two shared-memory bank conflicts. (1) Storing a transposed: lanes 2t and 2t+1
 // write As[ak*128 + ar] with ak = 0 and 4, and 4*128 floats is a multiple of 32 banks: a 2-way conflict on every
 // store. Padding each As row to 128 + 4 floats moves the ak = 4 half 16 banks over (4*132 % 32 = 16).
-// (2) Reading b: in v6 lane t reads 8 contiguous floats at t*8, so the 8 lanes of one LDS.128 phase span 64
-// floats and lanes t and t+4 hit the same banks (2-way). Here each thread owns two 4-wide column groups, at
+// (2) Reading b: in cuda_vectorized lane t reads 8 contiguous floats at t*8, so the 8 lanes of one LDS.128 phase
+// span 64 floats and lanes t and t+4 hit the same banks (2-way). Here each thread owns two 4-wide column groups, at
 // tcol*4 and tcol*4 + 64 (likewise rows), so a phase of 8 lanes reads 32 contiguous floats: all 32 banks once.
 #include "gemm_common.cuh"
 

@@ -1,4 +1,4 @@
-// v3 shared-memory tiles: a 32x32 block (1024 threads) stages a 32x32 tile of a and of b in shared memory per
+// cuda_smem, shared-memory tiles: a 32x32 block (1024 threads) stages a 32x32 tile of a and of b in shared memory per
 // K step (2 x 4 KiB in fp32), so each element fetched from global memory is used 32 times instead of once.
 #include "gemm_common.cuh"
 

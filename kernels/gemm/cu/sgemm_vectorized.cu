@@ -1,6 +1,6 @@
-// v6 vectorized: v5's 128x128x8 tiling, with every global and shared access 128 bits wide. a is stored into
-// shared memory TRANSPOSED (As[k][m]), so a thread's 8 values of a for one k are contiguous and come in two
-// LDS.128; b rows likewise. Global loads are float4 (LDG.128) when K and N are multiples of 4 (else a guarded
+// cuda_vectorized: cuda_2d_blocktile's 128x128x8 tiling, with every global and shared access 128 bits wide. a is
+// stored into shared memory TRANSPOSED (As[k][m]), so a thread's 8 values of a for one k are contiguous and come in
+// two LDS.128; b rows likewise. Global loads are float4 (LDG.128) when K and N are multiples of 4 (else a guarded
 // scalar path handles the ragged edge). c is written with STG.128.
 #include "gemm_common.cuh"
 

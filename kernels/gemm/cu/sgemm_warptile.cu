@@ -1,8 +1,8 @@
-// v8 warptiling: a third level of tiling between the block and the thread. A block of 128 threads (4 warps,
+// cuda_warptile: a third level of tiling between the block and the thread. A block of 128 threads (4 warps,
 // 2x2) computes 128x128 of c; each warp owns a 64x64 warp tile, which it sweeps in WNITER = 4 sub-tiles of
 // 64x16; each thread computes 8x4 per sub-tile, 128 accumulators in all. Keeping a warp's reads inside its own
 // warp tile makes shared-memory access patterns predictable and lets the compiler schedule the 128 FMAs per k
-// around 12 LDS.128 (ra: 2, rb: 4 ... per k: 8+16 floats). BK = 16 halves the barriers per FMA against v7.
+// around 6 LDS.128 (ra: 2, rb: 4: 8 + 16 floats per k). BK = 16 halves the barriers per FMA against cuda_nobank.
 // This is the shape of CUTLASS's SIMT SGEMM (siboehm's kernel 10 reaches ~94% of cuBLAS at 4096^2 on an A6000).
 #include "gemm_common.cuh"
 
@@ -20,7 +20,7 @@
 
 template <typename T>
 __device__ void gemm_warptile(const T* a, const T* b, T* c, int M, int N, int K, bool vec) {
-  __shared__ __align__(16) float As[BK * (BM + PAD)];  // transposed, padded (see v7)
+  __shared__ __align__(16) float As[BK * (BM + PAD)];  // transposed, padded (see sgemm_nobank.cu)
   __shared__ __align__(16) float Bs[BK * BN];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int wrow = warp / 2, wcol = warp % 2;
