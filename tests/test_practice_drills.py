@@ -227,9 +227,10 @@ def test_concept_free_text_is_graded_on_key_ideas():
 
 
 def _tiny(d):
+    """The drill checked at the op's second-smallest check shape (the smallest is often 1 element) and one dtype."""
     spec = wb.get_op(d.op)
     shapes = sorted(spec.check_shapes, key=lambda s: math.prod(int(s.get(k, 1)) for k in spec.shape_keys))
-    return dataclasses.replace(d, shapes=tuple(shapes[:2]), dtypes=tuple(d.checked_dtypes()[:1]))
+    return dataclasses.replace(d, shapes=(shapes[min(1, len(shapes) - 1)],), dtypes=tuple(d.checked_dtypes()[:1]))
 
 
 @pytest.mark.parametrize("d", IMPLEMENT, ids=ids(IMPLEMENT))

@@ -8,7 +8,8 @@
 
 Four kinds (:mod:`~workbench.practice.implement`, :mod:`~workbench.practice.spot`,
 :mod:`~workbench.practice.napkin`, :mod:`~workbench.practice.concept`); every attempt, reveal and give-up goes to
-the progress store (:mod:`workbench.practice.store`, SQLite under ``$WORKBENCH_HOME``).
+the progress store (:mod:`workbench.practice.store`, SQLite under ``$WORKBENCH_HOME``), summarised by
+:mod:`workbench.practice.summary`.
 """
 
 from __future__ import annotations
@@ -96,6 +97,6 @@ def drill(id: str) -> Drill:  # noqa: A002
 
 def progress() -> Any:
     """Return the learner's progress (a plotly chart and the weakest topics in a notebook, a table in a terminal)."""
-    from workbench.practice.progress import progress as _progress
+    from workbench.practice.summary import progress as _progress
 
     return _progress(catalogue())

@@ -70,8 +70,10 @@ class Listing:
         from workbench.practice.render import numbered
 
         out, n = [], 1
+        width = len(str(len(self.lines)))
         for p in self.parts:
-            out.append(f"*{p.caption}*\n\n" + numbered(p.lines, n, "python" if p.language == "python" else "cpp"))
+            lang = "python" if p.language == "python" else "cpp"
+            out.append(f"*{p.caption}*\n\n" + numbered(p.lines, n, lang, width))
             n += len(p.lines)
         return "\n\n".join(out)
 

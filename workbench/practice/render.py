@@ -39,9 +39,9 @@ def display_markdown(md: str) -> None:
         print(markdown_to_text(md))
 
 
-def numbered(lines: Sequence[str], start: int = 1, language: str = "") -> str:
-    """Return a fenced markdown code block of ``lines`` numbered from ``start``."""
-    width = len(str(start + len(lines) - 1))
+def numbered(lines: Sequence[str], start: int = 1, language: str = "", width: int | None = None) -> str:
+    """Return a fenced markdown code block of ``lines`` numbered from ``start`` (numbers right-aligned in ``width``)."""
+    width = width or len(str(start + len(lines) - 1))
     body = "\n".join(f"{i:>{width}} | {s}" for i, s in enumerate(lines, start))
     return f"```{language}\n{body}\n```"
 
