@@ -167,7 +167,9 @@ def test_mock_interview_locks_hints_advances_and_scores():
     m = mock_interview(minutes=30, drills=ids)
     assert [d.id for d in m.items] == ids  # concept, napkin, spot, implement
     assert "locked" in m.hint()
-    assert m.submit("b").passed and m.current.id == "gemm-napkin-intensity"
+    first = m.submit("b")
+    assert first.passed and m.current.id == "gemm-napkin-intensity"
+    assert "Item 2 of 4" in first.follow_up and "gemm-napkin-intensity" in first._repr_markdown_()
     n = m.current
     assert not m.submit(n.model_answer() * 2).passed and m.current is n  # a fail stays on the item
     assert m.submit(n.model_answer()).passed

@@ -52,16 +52,20 @@ class Result:
     seconds: float | None = None  # time taken: since start() in a timed attempt, else since the drill was opened
     over_time: bool = False
     details: dict = field(default_factory=dict)
+    follow_up: str = ""  # markdown shown after the feedback (a mock interview's next item or its score sheet)
 
     def __bool__(self) -> bool:
         return self.passed
 
     def __str__(self) -> str:
+        from workbench.practice.render import markdown_to_text
+
         head = "PASS" if self.passed else "FAIL"
         when = ""
         if self.seconds is not None:
             when = f" ({_mmss(self.seconds)}{', over time' if self.over_time else ''})"
-        return f"{head} {self.drill}{when}\n{self.feedback}"
+        more = f"\n\n{markdown_to_text(self.follow_up)}" if self.follow_up else ""
+        return f"{head} {self.drill}{when}\n{self.feedback}{more}"
 
     __repr__ = __str__
 
@@ -70,8 +74,9 @@ class Result:
         when = ""
         if self.seconds is not None:
             when = f" &nbsp; {_mmss(self.seconds)}{' (over time)' if self.over_time else ''}"
+        more = f"\n\n---\n\n{self.follow_up}" if self.follow_up else ""
         return (f"<b style='color:{colour}'>{'PASS' if self.passed else 'FAIL'}</b> `{self.drill}`{when}\n\n"
-                f"{self.feedback}")
+                f"{self.feedback}{more}")
 
 
 def _mmss(seconds: float) -> str:

@@ -67,6 +67,13 @@ class ScoreSheet:
     def __repr__(self) -> str:
         return self.text()
 
+    def markdown(self) -> str:
+        """Return the score sheet as a markdown table."""
+        rows = "\n".join(f"| `{i.drill}` | {i.kind} | {'-' if i.seconds is None else mmss(i.seconds)} | {i.hints} | "
+                         f"{i.outcome} |" for i in self.items)
+        return (f"Score sheet: {self.passed}/{len(self.items)} passed in time, {mmss(self.seconds)} of "
+                f"{self.minutes:g} min\n\n| item | kind | time | hints | result |\n|---|---|---|---|---|\n{rows}")
+
     def _repr_html_(self) -> str:
         colour = {"pass": "#1a7f37", "fail": "#cf222e", "gave up": "#cf222e"}
         rows = "".join(
@@ -154,9 +161,12 @@ class MockInterview:
             display(countdown(self.minutes * 60, self.start, "left in the interview"))
         else:
             print(f"{mmss(self.time_left)} left of {self.minutes:g} min")
+        display_markdown(self._item_markdown())
+
+    def _item_markdown(self) -> str:
         d = self.current
-        display_markdown(f"**Item {self._index + 1} of {len(self.items)}** (hints are locked)\n\n"
-                         + d._full_markdown().replace("d.submit(", "mock.submit("))
+        return (f"**Item {self._index + 1} of {len(self.items)}** ({mmss(self.time_left)} left; hints are locked)"
+                f"\n\n" + d._full_markdown().replace("d.submit(", "mock.submit("))
 
     def _ipython_display_(self) -> None:
         self.show()
@@ -170,7 +180,12 @@ class MockInterview:
         d = self.current
         if d is None:
             raise RuntimeError(f"mock interview {self.id} is over: see mock.finish()")
-        return d.submit(answer)
+        res = d.submit(answer)
+        if self._sheet is not None:
+            res.follow_up = "**The interview is over.**\n\n" + self._sheet.markdown()
+        elif self.current is not d:
+            res.follow_up = self._item_markdown()
+        return res
 
     def give_up(self) -> None:
         """Fail the current item (recorded) and move on; its hints unlock."""
@@ -178,6 +193,10 @@ class MockInterview:
         if d is None:
             raise RuntimeError(f"mock interview {self.id} is over: see mock.finish()")
         d.give_up()
+        if self._sheet is not None:
+            self._display_sheet()
+        else:
+            display_markdown(self._item_markdown())
 
     def hint(self) -> str:
         """Hints are locked during a mock interview: this says so (``mock.items[i].hint()`` after the item)."""
@@ -201,12 +220,15 @@ class MockInterview:
             self._index += 1
             self._item_start = now
             if self._index >= len(self.items):
-                self.finish()
-            elif in_notebook():
-                self.show()
+                self._score()
 
     def finish(self) -> ScoreSheet:
-        """End the interview (items not reached count as such) and return the score sheet."""
+        """End the interview (items not reached count as such); display and return the score sheet."""
+        self._score()
+        self._display_sheet()
+        return self._sheet
+
+    def _score(self) -> None:
         if self._sheet is None:
             rows = []
             for i, d in enumerate(self.items):
@@ -216,8 +238,6 @@ class MockInterview:
                     seconds = time.monotonic() - self._item_start if i == self._index else None
                 rows.append(ItemScore(d.id, d.kind, d.topic, d.level, seconds, d._hints_shown, outcome))
             self._sheet = ScoreSheet(self.id, self.minutes, self.elapsed, rows)
-            self._display_sheet()
-        return self._sheet
 
     def _display_sheet(self) -> None:
         if in_notebook():
