@@ -270,7 +270,9 @@ class Drill:
         store.record(self, "give_up", passed=False, seconds=seconds, over_time=over)
         if self._mock is not None:
             self._mock._after_give_up(self)
-        msg = f"Gave up on {self.id} after {_mmss(seconds)}: hints unlocked (d.hint()); d.reveal() shows the answer."
+        where = f"mock.items[{self._mock.items.index(self)}]" if self._mock is not None else "d"
+        msg = (f"Gave up on {self.id} after {_mmss(seconds)}: hints unlocked ({where}.hint()); {where}.reveal() "
+               "shows the answer.")
         print(msg)
         return msg
 
