@@ -7,6 +7,9 @@ Jacobian of a softmax row is ``diag(p) - p p^T``: dropping Delta drops the ``- p
 every row of dS summing to zero (probabilities sum to 1, so their gradient has no component along the all-ones
 direction). dV (= P^T dO) does not use dS and stays right; so does dQ, which the given kernel computes.
 
+In cpu mode it takes Sq * Sk <= 64 * 64, the sizes the exercise's 16x16-tile kernels are meant for under the
+Triton interpreter (its 100 x 100 check shapes alone would take longer than the rest of the check).
+
 What the checker says, honestly: ``scattered``. dk is wrong at almost every element, each by its own amount (the
 missing ``P * Delta`` term, weighted by q), with no tail, tile or constant-factor pattern.
 """
@@ -21,7 +24,7 @@ import triton.language as tl
 
 import workbench as wb
 from kernels.attention_bwd.ex_dkdv_solution import BLOCK_M, BLOCK_N, dq_kernel, masked_scores
-from workbench import register
+from workbench import MODE, register
 
 
 @triton.jit
@@ -68,7 +71,15 @@ def dkdv_no_delta_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
     tl.store(dv_ptr + offs_n[:, None] * D + offs_d[None, :], dv.to(dv_ptr.dtype.element_ty), mask=kv_ok)
 
 
+def _supports(shape: dict) -> str | None:
+    if MODE == "cpu" and shape["Sq"] * shape["Sk"] > 64 * 64:
+        return ("attention_bwd/wrong_no_delta: the exercise's 16x16-tile kernels, Sq * Sk <= 64 * 64 under the "
+                "Triton interpreter (cpu mode)")
+    return None
+
+
 @register("attention_bwd", "wrong_no_delta", backend="triton", expected_diagnosis="scattered", dtypes=("float32",),
+          supports=_supports,
           idea="KNOWN WRONG: dS = P * dP in the dK/dV step: the softmax backward's - Delta term is missing.")
 def wrong_no_delta(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
                    do: torch.Tensor, causal: bool = False, scale: float | None = None) -> tuple[torch.Tensor, ...]:
