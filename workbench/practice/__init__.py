@@ -73,14 +73,15 @@ def _check_choice(name: str, value: str | None, allowed: tuple[str, ...] | list[
 
 def drills(topic: str | None = None, kind: str | None = None, level: str | None = None,
            chapter: str | None = None) -> DrillList:
-    """Return the drills matching every given filter (topic, kind, level, chapter: the notebook, e.g. '01-gemm')."""
+    """Return fresh handles on the drills matching every filter (chapter: the notebook, e.g. '01-gemm')."""
     cat = catalogue()
     _check_choice("topic", topic, TOPICS)
     _check_choice("kind", kind, KINDS)
     _check_choice("level", level, LEVELS)
     _check_choice("chapter", chapter, sorted({d.chapter for d in cat.values()}))
-    return DrillList(d for d in cat.values() if (topic is None or d.topic == topic) and (kind is None or d.kind == kind)
-                     and (level is None or d.level == level) and (chapter is None or d.chapter == chapter))
+    return DrillList(d.fresh() for d in cat.values() if (topic is None or d.topic == topic)
+                     and (kind is None or d.kind == kind) and (level is None or d.level == level)
+                     and (chapter is None or d.chapter == chapter))
 
 
 def drill(id: str) -> Drill:  # noqa: A002

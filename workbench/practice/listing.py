@@ -194,8 +194,42 @@ def apply_renames(texts: dict[str, str], renames: dict[str, str], where: str,
                 continue
             if new in identifiers(t, python=not key.endswith((".cu", ".cuh")) and key != "cu"):
                 raise ListingError(f"{where}: rename {old!r} -> {new!r}: {new!r} is already a name in {key}")
-        texts = {k: re.sub(rf"\b{re.escape(old)}\b", new, t) for k, t in texts.items()}
+        texts = {k: (_rename_python(t, old, new) if k not in ("cu",) and not k.endswith((".cu", ".cuh"))
+                     else re.sub(rf"\b{re.escape(old)}\b", new, t)) for k, t in texts.items()}
     return texts
+
+
+def _rename_python(text: str, old: str, new: str) -> str:
+    """Rename ``old`` to ``new`` and keep continuation lines aligned with the brackets they were aligned with."""
+    pat = re.compile(rf"\b{re.escape(old)}\b")
+    delta = len(new) - len(old)
+    lines = text.splitlines(keepends=True)
+    shift = [0] * len(lines)
+    if delta:
+        try:
+            toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        except (tokenize.TokenError, SyntaxError):
+            toks = []
+        start = None
+        for tok in toks:  # one logical line: from its first token to its NEWLINE
+            if start is None and tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                start = tok.start[0]
+            if tok.type == tokenize.NEWLINE and start is not None:
+                first = start - 1
+                cols = [m.start() for m in pat.finditer(lines[first])]
+                for j in range(first + 1, tok.end[0]):
+                    indent = len(lines[j]) - len(lines[j].lstrip(" "))
+                    shift[j] = delta * sum(c < indent for c in cols) if lines[j].strip() else 0
+                start = None
+    out = []
+    for s, d in zip(lines, shift, strict=True):
+        s = pat.sub(new, s)
+        if d > 0:
+            s = " " * d + s
+        elif d < 0:
+            s = s[min(-d, len(s) - len(s.lstrip(" "))):]
+        out.append(s)
+    return "".join(out)
 
 
 def identifiers(text: str, python: bool = True) -> set[str]:

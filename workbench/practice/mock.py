@@ -260,6 +260,8 @@ def mock_interview(minutes: float = 45, topics: Sequence[str] | str | None = Non
         raise ValueError(f"mock_interview: minutes must be a number in [1, 600], got {minutes!r}")
     all_drills = catalogue()
     if drills is not None:
+        if isinstance(drills, str) or not drills:
+            raise ValueError("mock_interview: drills is a list of drill ids, e.g. the four an interviewer picked")
         unknown = [i for i in drills if i not in all_drills]
         if unknown:
             raise KeyError(f"mock_interview: unknown drill id(s) {unknown}")
