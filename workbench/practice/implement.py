@@ -13,10 +13,12 @@ so that no budget is ever silently skipped (see ``BUDGETS_SUPPORTED``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import inspect as _inspect
 import linecache
+import shutil
 import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
@@ -101,6 +103,12 @@ def _signature_text(fn: Callable) -> str:
         params.append(s)
     ret = f" -> {ann(sig.return_annotation)}" if sig.return_annotation is not sig.empty else ""
     return f"({', '.join(params)}){ret}"
+
+
+@atexit.register
+def _cleanup() -> None:
+    for p in _TMP:
+        shutil.rmtree(p, ignore_errors=True)
 
 
 @dataclass(eq=False, repr=False)
