@@ -142,6 +142,23 @@ def html_report(records: list[dict], notes: list[str]) -> str:
             f"<pre>{html.escape(chr(10).join(notes))}</pre></body></html>")
 
 
+def show_progress(home: Path | None = None) -> int:
+    """Print the drill progress table and the weakest topics; 1 with the reason when the record is unreadable."""
+    import os
+
+    from workbench.practice import progress
+    from workbench.practice.store import ProgressStoreError
+
+    if home is not None:
+        os.environ["WORKBENCH_HOME"] = str(home)
+    try:
+        print(progress().text())
+    except ProgressStoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the workbench command line."""
     p = argparse.ArgumentParser(prog="python -m workbench", description=__doc__)
@@ -154,10 +171,15 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", type=Path, help="JSON file to write (an .html report is written beside it)")
     b.add_argument("--include-emulated", action="store_true",
                    help="cpu mode: also time emulated variants (labelled emulated; never GPU performance)")
+    pr = sub.add_parser("progress", help="show your interview-drill progress: drills passed by topic and level, "
+                                          "the weakest topics")
+    pr.add_argument("--home", type=Path, help="the folder holding progress.sqlite3 (default: $WORKBENCH_HOME)")
     args = p.parse_args(argv)
     if args.cmd == "doctor":
         print(doctor())
         return 0
+    if args.cmd == "progress":
+        return show_progress(args.home)
     if args.op:
         try:
             workbench.get_op(args.op)  # unknown op: one clear line before any work

@@ -1,3 +1,6 @@
 """Register the attention_bwd variants in teaching order (the torch baselines are registered with the contract)."""
 
-from . import v1_triton_fa2_bwd  # noqa: F401
+from . import (  # noqa: F401
+    v1_triton_fa2_bwd,
+    wrong,  # wrong_no_delta: the dK/dV step computes dS = P * dP, without the softmax's - Delta
+)

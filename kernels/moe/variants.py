@@ -5,4 +5,5 @@ from . import (  # noqa: F401
     v2_cuda_permute,  # CUDA C: topk, align, permute, grouped SIMT GEMMs, SiLU-and-mul, combine (all through HBM)
     v3_triton_fused,  # vLLM-style: gather in the loads, SiLU-and-mul and the weighted combine in the epilogues
     v4_torch_grouped_mm,  # torch._grouped_mm (CUTLASS grouped GEMM on Hopper), where the installed torch has it
+    wrong,  # wrong_combine_store: the combine stores where the top_k rows of a token must be summed (atomics)
 )

@@ -1,3 +1,7 @@
 """Register the rmsnorm variants in teaching order (the torch baseline is registered with the contract)."""
 
-from . import v1_triton_fused, v2_cuda_vec  # noqa: F401
+from . import (  # noqa: F401
+    v1_triton_fused,
+    v2_cuda_vec,
+    wrong,  # wrong_mean_over_rows: divides a row's sum of squares by M instead of N
+)

@@ -1,0 +1,220 @@
+"""Implement drills: a blank page with the op's contract, checked by the full checker, in a required backend.
+
+The blank page is only the op's signature and contract docstring (no TODO skeleton). ``submit`` takes a function
+called like the op (or the source of a module that defines one named after the op) and runs ``wb.check`` on it,
+counting the kernel launches of the drill's backend: a function that passes but launched no CUDA C kernel in a
+CUDA C drill (``torch.add`` in a vecadd drill) fails with that reason. The model answer is a registered variant of
+the op: the ladder is the answer key.
+
+A drill can carry performance budgets (``budgets``: counter name -> limit), for drills about speed. They need the
+emulator's counters, which the checker does not report yet; a drill that sets one is refused when it is loaded,
+so that no budget is ever silently skipped (see ``BUDGETS_SUPPORTED``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import inspect as _inspect
+import linecache
+import shutil
+import tempfile
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.practice.base import Drill, Grade
+
+BACKENDS = ("cuda", "triton")
+BACKEND_NAMES = {"cuda": "CUDA C (through wb.cuda.RawKernel / RawModule)", "triton": "Triton (@triton.jit)"}
+BUDGETS_SUPPORTED: tuple[str, ...] = ()  # counter names a budget may use; none until the checker reports counters
+_TMP: list[Path] = []
+
+
+@contextlib.contextmanager
+def count_launches(backend: str) -> Iterator[list[int]]:
+    """Count the kernel launches of ``backend`` inside the block; yields a one-element list holding the count."""
+    targets: list[tuple[type, str]] = []
+    if backend == "triton":
+        from triton.runtime.jit import JITFunction
+
+        targets.append((JITFunction, "run"))
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            targets.append((InterpretedFunction, "run"))
+        except ImportError:
+            pass
+    elif backend == "cuda":
+        from workbench.cuda import Function, RawKernel
+
+        targets += [(RawKernel, "__call__"), (Function, "__call__")]
+    else:
+        raise ValueError(f"count_launches: backend must be one of {BACKENDS}, got {backend!r}")
+    count = [0]
+    saved = [(cls, name, cls.__dict__[name]) for cls, name in targets]
+
+    def wrap(orig: Callable) -> Callable:
+        def launched(*args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            return orig(*args, **kwargs)
+
+        return launched
+
+    for cls, name, orig in saved:
+        setattr(cls, name, wrap(orig))
+    try:
+        yield count
+    finally:
+        for cls, name, orig in saved:
+            setattr(cls, name, orig)
+
+
+def load_source(source: str, entry: str, where: str) -> Callable:
+    """Run ``source`` as a module (from a real file, so Triton can read its kernels) and return ``entry``."""
+    tmp = Path(tempfile.mkdtemp(prefix="wb-drill-"))
+    _TMP.append(tmp)
+    path = tmp / f"{entry}_answer.py"
+    path.write_text(source)
+    linecache.checkcache(str(path))
+    ns: dict[str, Any] = {"__name__": f"workbench_drill_answer_{entry}", "__file__": str(path)}
+    exec(compile(source, str(path), "exec"), ns)  # noqa: S102  (the learner's own answer)
+    fn = ns.get(entry)
+    if not callable(fn):
+        raise NameError(f"{where}: your source does not define a function named {entry}()")
+    return fn
+
+
+def _signature_text(fn: Callable) -> str:
+    """Return ``fn``'s signature as source text (string annotations unquoted): ``(x: torch.Tensor) -> torch.Tensor``."""
+    sig = _inspect.signature(fn)
+
+    def ann(a: Any) -> str:
+        return a if isinstance(a, str) else _inspect.formatannotation(a)
+
+    params = []
+    for p in sig.parameters.values():
+        s = p.name + (f": {ann(p.annotation)}" if p.annotation is not p.empty else "")
+        if p.default is not p.empty:
+            s += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
+        params.append(s)
+    ret = f" -> {ann(sig.return_annotation)}" if sig.return_annotation is not sig.empty else ""
+    return f"({', '.join(params)}){ret}"
+
+
+@atexit.register
+def _cleanup() -> None:
+    for p in _TMP:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+@dataclass(eq=False, repr=False)
+class ImplementDrill(Drill):
+    """Write the op from a blank page in the drill's backend; ``d.submit(my_fn)`` runs the full checker."""
+
+    backend: str = "triton"
+    model: str = ""  # the registered variant that is the model answer
+    task: str = ""  # markdown: what to write, and what the drill is about
+    dtypes: tuple[str, ...] = ()  # () = the checker's default for a function: float32, else the op's first dtype
+    shapes: tuple[dict, ...] | None = None  # default: the op's ragged check shapes
+    budgets: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def entry(self) -> str:
+        """Return the name of the function to write (the op's name)."""
+        return self.op
+
+    def blank(self) -> str:
+        """Return the blank page: imports, and the op's signature with its contract as the docstring."""
+        import workbench as wb
+
+        spec = wb.get_op(self.op)
+        sig = _signature_text(spec.reference)
+        contract = textwrap.dedent(importlib.import_module(spec.make.__module__).__doc__ or "").strip()
+        doc = "\n".join(["" if not s.strip() else "    " + s for s in
+                         [spec.signature, "", *contract.splitlines(), "",
+                          f"Write it in {BACKEND_NAMES[self.backend]}; allocate outputs with wb.empty / "
+                          "wb.empty_like."]])
+        imports = "import torch\n" + ("import triton\nimport triton.language as tl\n" if self.backend == "triton"
+                                      else "import numpy as np\n")
+        return (f"{imports}\nimport workbench as wb\n\n\ndef {self.entry}{sig}:\n    \"\"\"{doc.lstrip()}\n    \"\"\"\n"
+                f"    raise NotImplementedError(\"{self.entry}: write it\")\n")
+
+    def statement(self) -> str:
+        return (f"{self.task}\n\nStart from this blank page (copy it into a cell):\n\n```python\n{self.blank()}```\n\n"
+                f"The check is the full checker: `wb.check` at the op's ragged shapes, dtypes {self.checked_dtypes()}, "
+                "fresh random inputs and poisoned outputs.")
+
+    def answer_format(self) -> str:
+        return (f"your function: `d.submit({self.entry})` (or the source of a cell that defines `{self.entry}`, as a "
+                "string).")
+
+    def checked_dtypes(self) -> list[str]:
+        """Return the dtypes the check runs (the drill's, else float32 or the op's only dtype)."""
+        import workbench as wb
+        from workbench.registry import dtype_name
+
+        if self.dtypes:
+            return list(self.dtypes)
+        spec = wb.get_op(self.op)
+        return [dtype_name(spec.dtypes[0]) if "float32" not in map(dtype_name, spec.dtypes) else "float32"]
+
+    def _check_kw(self) -> dict:
+        kw: dict[str, Any] = {"dtypes": self.checked_dtypes()}
+        if self.shapes is not None:
+            kw["shapes"] = [dict(s) for s in self.shapes]
+        return kw
+
+    def _grade(self, answer: Any) -> Grade:
+        from workbench.checker import DIAGNOSES, check
+        from workbench.registry import OpError, UnsupportedHere
+
+        if isinstance(answer, str):
+            fn = load_source(answer, self.entry, f"drill {self.id}")
+        elif callable(answer):
+            fn = answer
+        else:
+            raise TypeError(f"drill {self.id}: submit your function {self.entry} (or its source as a string), got "
+                            f"{type(answer).__name__}")
+        if self.budgets:
+            raise NotImplementedError(f"drill {self.id}: performance budgets need the emulator's counters")
+        name = getattr(fn, "__name__", "fn")
+        try:
+            with count_launches(self.backend) as launches:
+                report = check(fn, self.op, **self._check_kw())
+        except (OpError, UnsupportedHere, TypeError) as e:
+            return Grade(False, f"Not yet: {e}", f"{name}: {type(e).__name__}")
+        n, bad = len(report.cases), len(report.failures)
+        summary = f"{name}: {n - bad}/{n} runs pass, {launches[0]} {self.backend} launches"
+        if report.ok and launches[0] == 0:
+            return Grade(False, f"Your function passes the checker, but it launched no {BACKEND_NAMES[self.backend]} "
+                                "kernel: this drill is about writing one.", summary, {"report": report})
+        if report.ok:
+            return Grade(True, f"Correct: all {n} runs match the float64 reference (sizes "
+                               f"{sorted({tuple(c.shape.values()) for c in report.cases})}, dtypes "
+                               f"{sorted({c.dtype for c in report.cases})}), with {launches[0]} "
+                               f"{self.backend} kernel launches. Compare with the model answer: d.reveal().",
+                         summary, {"report": report})
+        first = report.failures[0]
+        d = report.diagnosis
+        if d in ("error", "bad_output"):
+            fb = f"Not yet: on {first.shape} {first.dtype} your function {first.detail}."
+        else:
+            fb = (f"Not yet: {bad} of {n} runs are wrong.\n\nWhat the wrong elements look like: **{d}**: "
+                  f"{DIAGNOSES.get(d or '', '')}\n\nFirst failure: `{first.line()}`")
+        return Grade(False, fb + "\n\nStuck? `d.hint()`.", summary, {"report": report})
+
+    def model_answer(self) -> Callable:
+        import workbench as wb
+
+        return wb.variant(self.op, self.model)
+
+    def explanation(self) -> str:
+        v = self.model_answer()
+        src = Path(v.source).read_text() if v.source else ""
+        cu = f"\n\n```cpp\n{Path(v.cu_file).read_text()}```" if v.cu_file is not None else ""
+        return (f"The registered variant `{v.op}/{v.name}` ({v.backend}): {v.idea}\n\n"
+                f"```python\n{src}```{cu}\n\nCall it like your function: `wb.check(d.reveal(), '{self.op}')`.")

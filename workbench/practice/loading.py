@@ -1,0 +1,216 @@
+"""Read the drills: one ``drills.toml`` per op folder in ``kernels/``, parsed with the standard library's tomllib.
+
+A file holds ``chapter`` (the notebook the drills belong to, e.g. ``"01-gemm"``), optionally ``op`` (default: the
+folder's name) and an array of ``[[drill]]`` tables. Every key is checked: an unknown key, a missing one, a wrong
+type or value is a :class:`DrillDataError` naming the file and the drill, raised when the drills are loaded.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from workbench.practice.base import KINDS, LEVELS, TOPICS, Drill, DrillDataError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomllib is 3.11+; tomli is the same parser
+    try:
+        import tomli as tomllib  # type: ignore[no-redef]
+    except ModuleNotFoundError:
+        tomllib = None  # type: ignore[assignment]
+
+FILE_NAME = "drills.toml"
+COMMON = {"id": str, "kind": str, "level": str, "topic": str, "title": str}
+OPTIONAL_COMMON = {"hints": list, "op": str}
+KIND_KEYS: dict[str, tuple[dict[str, type], dict[str, type]]] = {  # kind: (required, optional)
+    "implement": ({"backend": str, "model": str, "task": str},
+                  {"dtypes": list, "shapes": list, "budgets": dict}),
+    "spot_the_bug": ({"variant": str, "show": list, "fix": list, "context": str, "why": str},
+                     {"rename": dict, "resolve": dict, "edits": list, "check_shapes": list, "witness": dict,
+                      "correct": dict}),
+    "napkin": ({"question": str, "answer": str, "args": dict, "why": str}, {"tolerance": float}),
+    "concept": ({"question": str, "why": str},
+                {"choices": list, "answer": str, "key_ideas": list, "model_answer": str, "references": list}),
+}
+_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_CHAPTER = re.compile(r"^\d\d-[a-z0-9-]+$")
+
+
+def kernels_dir() -> Path:
+    """Return the ``kernels`` package folder (one sub-folder per op)."""
+    import kernels
+
+    return Path(kernels.__file__).parent
+
+
+def drill_files() -> list[Path]:
+    """Return every ``kernels/<op>/drills.toml``, sorted."""
+    return sorted(kernels_dir().glob(f"*/{FILE_NAME}"))
+
+
+def _check_types(where: str, data: dict, required: dict[str, type], optional: dict[str, type]) -> None:
+    for key in required:
+        if key not in data:
+            raise DrillDataError(f"{where}: missing key {key!r}")
+    for key, val in data.items():
+        typ = required.get(key) or optional.get(key) or COMMON.get(key) or OPTIONAL_COMMON.get(key)
+        if typ is None:
+            known = sorted({*required, *optional, *COMMON, *OPTIONAL_COMMON})
+            raise DrillDataError(f"{where}: unknown key {key!r} (known: {known})")
+        if typ is float and isinstance(val, int) and not isinstance(val, bool):
+            continue
+        if not isinstance(val, typ) or (typ is int and isinstance(val, bool)):
+            raise DrillDataError(f"{where}: {key!r} must be a {typ.__name__}, got {type(val).__name__}")
+
+
+def _strings(where: str, key: str, items: list) -> tuple[str, ...]:
+    if not all(isinstance(s, str) and s.strip() for s in items):
+        raise DrillDataError(f"{where}: every entry of {key!r} must be a non-empty string")
+    return tuple(items)
+
+
+def _common(where: str, raw: dict, file_op: str, chapter: str, path: Path) -> dict[str, Any]:
+    for key, typ in COMMON.items():  # the rest is checked per kind
+        if not isinstance(raw.get(key), typ):
+            raise DrillDataError(f"{where}: {'missing key' if key not in raw else 'wrong type for'} {key!r}")
+    if not _ID.match(raw["id"]):
+        raise DrillDataError(f"{where}: id {raw['id']!r} must be lowercase words joined by '-'")
+    for key, allowed in (("kind", KINDS), ("level", LEVELS), ("topic", TOPICS)):
+        if raw[key] not in allowed:
+            raise DrillDataError(f"{where}: {key} {raw[key]!r} is not one of {list(allowed)}")
+    hints = raw.get("hints", [])
+    if not isinstance(hints, list):
+        raise DrillDataError(f"{where}: 'hints' must be a list of strings")
+    return {"id": raw["id"], "kind": raw["kind"], "level": raw["level"], "topic": raw["topic"],
+            "title": raw["title"].strip(), "op": raw.get("op", file_op), "chapter": chapter,
+            "hints": list(_strings(where, "hints", hints)), "source": str(path)}
+
+
+def _pairs(where: str, key: str, items: list) -> tuple[tuple[str, str, str], ...]:
+    out = []
+    for it in items:
+        if not isinstance(it, dict) or set(it) - {"file", "old", "new"} or not {"old", "new"} <= set(it):
+            raise DrillDataError(f"{where}: every entry of {key!r} is a table with 'old', 'new' and optional 'file'")
+        file = it.get("file", "py")
+        if not isinstance(it["old"], str) or not it["old"] or not isinstance(it["new"], str):
+            raise DrillDataError(f"{where}: {key!r}: 'old' must be a non-empty string and 'new' a string")
+        out.append((file, it["old"], it["new"]))
+    return tuple(out)
+
+
+def _implement(where: str, raw: dict, common: dict) -> Drill:
+    from workbench.practice.implement import BACKENDS, BUDGETS_SUPPORTED, ImplementDrill
+
+    if raw["backend"] not in BACKENDS:
+        raise DrillDataError(f"{where}: backend {raw['backend']!r} is not one of {list(BACKENDS)}")
+    budgets = raw.get("budgets", {})
+    unknown = [k for k in budgets if k not in BUDGETS_SUPPORTED]
+    if unknown:
+        raise DrillDataError(f"{where}: performance budgets {unknown} need counters the checker does not report yet "
+                             f"(supported: {list(BUDGETS_SUPPORTED)}); leave 'budgets' out for now")
+    shapes = raw.get("shapes")
+    return ImplementDrill(**common, backend=raw["backend"], model=raw["model"], task=raw["task"].strip(),
+                          dtypes=_strings(where, "dtypes", raw.get("dtypes", [])),
+                          shapes=None if shapes is None else tuple(shapes), budgets=dict(budgets))
+
+
+def _spot(where: str, raw: dict, common: dict) -> Drill:
+    from workbench.practice.spot import Fix, SpotTheBugDrill
+
+    fixes = tuple(Fix(old, new, file) for file, old, new in _pairs(where, "fix", raw["fix"]))
+    if not fixes:
+        raise DrillDataError(f"{where}: 'fix' needs at least one replacement")
+    renames = raw.get("rename", {})
+    if not all(isinstance(v, str) for v in renames.values()):
+        raise DrillDataError(f"{where}: 'rename' maps names to names (strings)")
+    shapes = raw.get("check_shapes")
+    correct = raw.get("correct", {})
+    if not all(isinstance(v, str) and ":" in v for v in correct.values()):
+        raise DrillDataError(f"{where}: 'correct' maps a shown name to 'module:function' of a correct kernel")
+    return SpotTheBugDrill(**common, variant=raw["variant"], show_items=_strings(where, "show", raw["show"]),
+                           renames=dict(renames), consts=dict(raw.get("resolve", {})),
+                           edits=_pairs(where, "edits", raw.get("edits", [])), fixes=fixes,
+                           context=raw["context"].strip(), why=raw["why"].strip(),
+                           check_shapes=None if shapes is None else tuple(shapes),
+                           witness=raw.get("witness"), correct=dict(correct))
+
+
+def _napkin(where: str, raw: dict, common: dict) -> Drill:
+    from workbench.practice.answers import FUNCTIONS
+    from workbench.practice.napkin import NapkinDrill
+
+    if raw["answer"] not in FUNCTIONS:
+        raise DrillDataError(f"{where}: answer function {raw['answer']!r} is not in workbench.practice.answers "
+                             f"(known: {sorted(FUNCTIONS)})")
+    tol = float(raw.get("tolerance", 0.05))
+    if not 0 <= tol < 1:
+        raise DrillDataError(f"{where}: tolerance is relative, in [0, 1), got {tol}")
+    return NapkinDrill(**common, question=raw["question"].strip(), answer_fn=raw["answer"], args=dict(raw["args"]),
+                       tolerance=tol, why=raw["why"].strip())
+
+
+def _concept(where: str, raw: dict, common: dict) -> Drill:
+    from workbench.practice.concept import ConceptDrill, KeyIdea
+
+    choices = raw.get("choices")
+    refs = _strings(where, "references", raw.get("references", []))
+    if choices is not None:
+        letters = string.ascii_lowercase[:len(choices)]
+        if not 2 <= len(choices) <= 6 or raw.get("answer") not in letters:
+            raise DrillDataError(f"{where}: 2 to 6 choices and 'answer' one of {list(letters)}")
+        if "key_ideas" in raw or "model_answer" in raw:
+            raise DrillDataError(f"{where}: a multiple-choice drill takes no 'key_ideas' or 'model_answer'")
+        return ConceptDrill(**common, question=raw["question"].strip(), choices=_strings(where, "choices", choices),
+                            answer=raw["answer"], why=raw["why"].strip(), references=refs)
+    if "key_ideas" not in raw or "model_answer" not in raw or "answer" in raw:
+        raise DrillDataError(f"{where}: a free-text drill needs 'key_ideas' and 'model_answer' (and no 'answer')")
+    ideas = []
+    for k in raw["key_ideas"]:
+        if not isinstance(k, dict) or set(k) != {"idea", "match"} or not isinstance(k["match"], list) or not k["match"]:
+            raise DrillDataError(f"{where}: every key idea is a table {{idea = '...', match = ['stem', ...]}}")
+        ideas.append(KeyIdea(k["idea"], _strings(where, "match", k["match"])))
+    return ConceptDrill(**common, question=raw["question"].strip(), key_ideas=tuple(ideas),
+                        model_text=raw["model_answer"].strip(), why=raw["why"].strip(), references=refs)
+
+
+BUILDERS: dict[str, Callable[[str, dict, dict], Drill]] = {
+    "implement": _implement, "spot_the_bug": _spot, "napkin": _napkin, "concept": _concept}
+
+
+def load_file(path: Path) -> list[Drill]:
+    """Return the drills of one ``drills.toml``; raise :class:`DrillDataError` naming the file on any problem."""
+    if tomllib is None:
+        raise DrillDataError("reading drills needs Python >= 3.11 (tomllib) or the tomli package")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise DrillDataError(f"{path}: {e}") from e
+    extra = set(data) - {"chapter", "op", "drill"}
+    if extra:
+        raise DrillDataError(f"{path}: unknown top-level key(s) {sorted(extra)} (known: chapter, op, drill)")
+    chapter, file_op = data.get("chapter"), data.get("op", path.parent.name)
+    if not isinstance(chapter, str) or not _CHAPTER.match(chapter):
+        raise DrillDataError(f"{path}: 'chapter' must name a notebook like '01-gemm', got {chapter!r}")
+    out = []
+    for i, raw in enumerate(data.get("drill", [])):
+        where = f"{path}: drill {raw.get('id', f'#{i + 1}')!r}"
+        common = _common(where, raw, file_op, chapter, path)
+        req, opt = KIND_KEYS[raw["kind"]]
+        _check_types(where, raw, req, opt)
+        out.append(BUILDERS[raw["kind"]](where, raw, common))
+    return out
+
+
+def load_all() -> dict[str, Drill]:
+    """Return every drill by id, in file order; duplicate ids are an error naming both files."""
+    out: dict[str, Drill] = {}
+    for path in drill_files():
+        for d in load_file(path):
+            if d.id in out:
+                raise DrillDataError(f"drill id {d.id!r} is defined twice: in {out[d.id].source} and in {path}")
+            out[d.id] = d
+    return out

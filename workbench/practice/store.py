@@ -1,0 +1,215 @@
+"""The progress store: every attempt, reveal and give-up, in SQLite under ``$WORKBENCH_HOME``.
+
+The file is ``$WORKBENCH_HOME/progress.sqlite3`` (default ``~/.local/share/kernel-workbench/progress.sqlite3``),
+read and written with the standard library's ``sqlite3``. It survives kernel restarts and upgrades: the ``meta``
+table carries the schema version, an older file is migrated in one transaction, a newer one is refused
+untouched.
+
+Nothing here ever deletes or rewrites a row. A file that is not a readable SQLite database (corrupt, or not a
+database at all) or one that stays locked by another process gets a clear message naming the file and what to
+do; the file is left as it is, and the events of this session wait in memory and are written with the next
+event that reaches a healthy file (``flush()`` retries by hand). A failing store never fails a drill:
+``record`` warns and goes on; ``events()`` raises :class:`ProgressStoreError`, since a summary of a file it
+cannot read would be wrong.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sqlite3
+import warnings
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+DEFAULT_HOME = "~/.local/share/kernel-workbench"
+FILE_NAME = "progress.sqlite3"
+LOCK_TIMEOUT_S = 2.0
+EVENTS = ("attempt", "reveal", "give_up")
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    drill TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    level TEXT NOT NULL,
+    event TEXT NOT NULL CHECK (event IN ('attempt', 'reveal', 'give_up')),
+    passed INTEGER,
+    seconds REAL,
+    hints INTEGER NOT NULL DEFAULT 0,
+    timed INTEGER NOT NULL DEFAULT 0,
+    over_time INTEGER NOT NULL DEFAULT 0,
+    revealed_before INTEGER NOT NULL DEFAULT 0,
+    mock TEXT,
+    answer TEXT
+);
+CREATE INDEX IF NOT EXISTS events_drill ON events (drill);
+"""
+
+# Migrations from version v to v + 1, each run inside the upgrade's transaction. Version 1 is the first schema.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+COLUMNS = ("at", "drill", "kind", "topic", "level", "event", "passed", "seconds", "hints", "timed", "over_time",
+           "revealed_before", "mock", "answer")
+
+_pending: list[dict[str, Any]] = []  # events not yet written (the file was locked or unreadable)
+
+
+class ProgressStoreError(RuntimeError):
+    """The progress database cannot be read or written; the message names the file and what to do."""
+
+
+def home() -> Path:
+    """Return the workbench's data folder: ``$WORKBENCH_HOME``, else ``~/.local/share/kernel-workbench``."""
+    return Path(os.environ.get("WORKBENCH_HOME") or DEFAULT_HOME).expanduser()
+
+
+def path() -> Path:
+    """Return the progress database file."""
+    return home() / FILE_NAME
+
+
+def _explain(p: Path, e: Exception) -> str:
+    text = str(e)
+    if isinstance(e, sqlite3.OperationalError) and "locked" in text:
+        return (f"progress database {p} is locked by another process ({text}) and stayed locked for "
+                f"{LOCK_TIMEOUT_S:g} s. Nothing was lost: this session's events wait in memory and are written with "
+                "the next one (or call workbench.practice.store.flush()). Close the other notebook or process "
+                "that writes it, if one is stuck.")
+    if isinstance(e, sqlite3.DatabaseError):
+        return (f"progress database {p} is not a readable SQLite database ({text}). It was left exactly as it is "
+                "and no row in it was changed. Move it aside to start a fresh one (mv "
+                f"'{p}' '{p}.broken'), or restore a backup; this session's events wait in memory until then.")
+    if isinstance(e, ProgressStoreError):
+        return text
+    return f"progress database {p} cannot be used ({type(e).__name__}: {text})"
+
+
+def _connect(p: Path) -> sqlite3.Connection:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return sqlite3.connect(str(p), timeout=LOCK_TIMEOUT_S)
+
+
+def _version(con: sqlite3.Connection) -> int | None:
+    has_meta = con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    if not has_meta:
+        return None
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else None
+
+
+def _ensure_schema(con: sqlite3.Connection, p: Path) -> None:
+    """Create the schema in a new file, migrate an older one, refuse a newer one (untouched)."""
+    version = _version(con)
+    if version is not None and version > SCHEMA_VERSION:
+        raise ProgressStoreError(
+            f"progress database {p} has schema version {version}, written by a newer Kernel Workbench; this one "
+            f"reads up to version {SCHEMA_VERSION}. Upgrade the workbench, or set WORKBENCH_HOME to another folder. "
+            "The file was not changed.")
+    if version == SCHEMA_VERSION:
+        return
+    con.isolation_level = None  # explicit transaction: DDL included, all or nothing
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        version = _version(con)  # another process may have created or migrated it meanwhile
+        if version is None:
+            for stmt in filter(str.strip, _SCHEMA_V1.split(";")):
+                con.execute(stmt)
+            con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created', ?)", (_now(),))
+        elif version < SCHEMA_VERSION:
+            for v in range(version, SCHEMA_VERSION):
+                if v not in MIGRATIONS:
+                    raise ProgressStoreError(f"progress database {p}: no migration from schema version {v} to "
+                                             f"{v + 1}; the file was not changed")
+                MIGRATIONS[v](con)
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.isolation_level = ""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _event_row(drill: Any, event: str, *, passed: bool | None, seconds: float | None, over_time: bool,
+               answer: str, revealed_before: bool) -> dict[str, Any]:
+    mock = getattr(drill, "_mock", None)
+    return {"at": _now(), "drill": drill.id, "kind": drill.kind, "topic": drill.topic, "level": drill.level,
+            "event": event, "passed": None if passed is None else int(bool(passed)),
+            "seconds": None if seconds is None else round(float(seconds), 3),
+            "hints": int(getattr(drill, "_hints_shown", 0)), "timed": int(getattr(drill, "_clock", None) is not None
+                                                                            or mock is not None),
+            "over_time": int(bool(over_time)), "revealed_before": int(bool(revealed_before)),
+            "mock": getattr(mock, "id", None), "answer": (answer or "")[:500]}
+
+
+def record(drill: Any, event: str, *, passed: bool | None = None, seconds: float | None = None,
+           over_time: bool = False, answer: str = "", revealed_before: bool = False) -> bool:
+    """Write one event of ``drill``; return True when it (and anything pending) reached the file.
+
+    On a locked or unreadable file it warns with the reason and keeps the event for the next write.
+    """
+    if event not in EVENTS:
+        raise ValueError(f"progress: event must be one of {EVENTS}, got {event!r}")
+    _pending.append(_event_row(drill, event, passed=passed, seconds=seconds, over_time=over_time, answer=answer,
+                               revealed_before=revealed_before))
+    return flush(warn=True)
+
+
+def flush(warn: bool = True) -> bool:
+    """Write the events waiting in memory; return True when none is left (warn with the reason otherwise)."""
+    if not _pending:
+        return True
+    p = path()
+    try:
+        with closing(_connect(p)) as con:
+            _ensure_schema(con, p)
+            with con:
+                con.executemany(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES "
+                                f"({', '.join(':' + c for c in COLUMNS)})", _pending)
+        _pending.clear()
+        return True
+    except (sqlite3.Error, ProgressStoreError, OSError) as e:
+        if warn:
+            warnings.warn(f"progress not saved yet: {_explain(p, e)} ({len(_pending)} event(s) waiting)",
+                          RuntimeWarning, stacklevel=3)
+        return False
+
+
+def pending() -> int:
+    """Return how many events wait in memory for a writable file."""
+    return len(_pending)
+
+
+def events() -> list[dict[str, Any]]:
+    """Return every recorded event (oldest first), plus any still waiting in memory.
+
+    Raises :class:`ProgressStoreError` naming the file when it cannot be read. A missing file is no progress yet.
+    """
+    p = path()
+    rows: list[dict[str, Any]] = []
+    if p.exists():
+        try:
+            with closing(_connect(p)) as con:
+                version = _version(con)
+                if version is not None and version > SCHEMA_VERSION:
+                    _ensure_schema(con, p)  # raises with the upgrade message, touching nothing
+                if version is not None:
+                    if version < SCHEMA_VERSION:
+                        _ensure_schema(con, p)
+                    con.row_factory = sqlite3.Row
+                    rows = [dict(r) for r in con.execute(f"SELECT {', '.join(COLUMNS)} FROM events ORDER BY id")]
+        except (sqlite3.Error, OSError) as e:
+            raise ProgressStoreError(_explain(p, e)) from e
+    return rows + [dict(r) for r in _pending]
