@@ -139,6 +139,7 @@ JARGON: dict[str, str] = {
     "combine": r"\b(?:the|a|weighted|atomic|top-k) combine\b",
     "prefill": r"\bprefill\b",
     "decode": r"\bdecode\b",
+    "KV cache": r"\bKV[- ]cache\b",
     "load imbalance": r"\bimbalance\b",
     "expert parallelism": r"\bexpert parallelism\b",
     "all-to-all": r"\ball-to-alls?\b",
