@@ -17,6 +17,7 @@ import torch
 import workbench.cupy as cp
 from workbench import empty_like, register
 from workbench.contracts import elem_size
+from workbench.registry import as_dtype
 
 # ------------------------------------------------------------------------------------------ array code, unfused
 
@@ -103,7 +104,7 @@ def traffic(M: int, N: int, dtype: torch.dtype | str = torch.float32) -> dict[st
     kernels, as for arrays much larger than L2). ``"fused"`` is the one-kernel minimum (read x, write y).
     Intermediates of the array code are float32; fp16/bf16 inputs add a cast in and a cast out.
     """
-    e, f = int(elem_size(dtype)), 4
+    e, f = int(elem_size(as_dtype(dtype))), 4
     mn, m = M * N, M
     cast_in = [("astype(float32)", mn * e, mn * f)] if e != f else []
     cast_out = [("astype(input dtype)", mn * f, mn * e)] if e != f else []

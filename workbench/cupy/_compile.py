@@ -63,7 +63,7 @@ class CodeBuilder:
         return None
 
 
-_compiled: dict[tuple, RawKernel] = {}
+_compiled: dict[tuple, RawKernel | KernelCompileError] = {}
 
 
 def compile_generated(who: str, b: CodeBuilder, name: str, options: tuple[str, ...] = ()) -> RawKernel:
@@ -78,8 +78,10 @@ def compile_generated(who: str, b: CodeBuilder, name: str, options: tuple[str, .
         try:
             k.compile()
         except CompileError as e:
-            raise KernelCompileError(explain(who, b, e.log or str(e)), e.log) from None
-        _compiled[key] = k
+            k = KernelCompileError(explain(who, b, e.log or str(e)), e.log)
+        _compiled[key] = k  # a source that failed fails again: remember the error, not just the kernels
+    if isinstance(k, KernelCompileError):
+        raise KernelCompileError(str(k), k.log)
     return k
 
 
