@@ -41,5 +41,5 @@ def cupy_loop(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2
         with np.errstate(over="ignore"):  # exp(-g) overflows to inf for very negative g: silu -> -0, correct
             act = (g / (1 + cp.exp(-g)) * u).astype(xa.dtype)  # SiLU(gate) * up in fp32, stored in x's dtype
         y = cp.matmul(act, w2a[e].T)  # [n, d]
-        out[tok] += y.astype(cp.float32) * w[tok, slot, None]
+        out[tok] += y.astype(cp.float32) * w[tok, slot][:, None]
     return cp.to_torch(out, x.dtype)
