@@ -135,6 +135,19 @@ def test_preamble_loop_prep_and_after_loop():
     np.testing.assert_array_equal(host(k(arr([1.0, 2.0]))), [3.0, 5.0])
 
 
+def test_placeholder_typedefs_come_before_the_preamble():
+    # cupy writes `typedef <dtype> T;` above the preamble, so helper functions may use the placeholders too
+    k = cp.ElementwiseKernel("T x", "T y", "y = twice_t(x)", "typed_preamble",
+                             preamble="__device__ T twice_t(T v) { return v + v; }")
+    np.testing.assert_array_equal(host(k(arr([1.5, -2.0], F64))), [3.0, -4.0])
+
+
+def test_strided_output_is_written_in_place():
+    out = cp.zeros((3, 4), dtype=F32).T  # a transposed [4,3] view
+    squared_diff(arr(np.arange(12).reshape(4, 3)), 1, out)
+    np.testing.assert_array_equal(host(out), (np.arange(12).reshape(4, 3) - 1.0) ** 2)
+
+
 def test_float16_arithmetic_happens_in_float_like_cupy():
     # cupy's float16 converts to float for arithmetic: x * x of 300 is 9e4, which fp16 itself could not hold.
     sq = cp.ElementwiseKernel("float16 x", "float32 y", "y = x * x", "half_square")
@@ -204,6 +217,12 @@ def test_reduction_broadcasts_its_inputs():
     xs = np.arange(12, dtype=F32).reshape(3, 4)
     ws = np.array([1, 0, 2, -1], dtype=F32)
     np.testing.assert_array_equal(host(dot(arr(xs), arr(ws), axis=1)), xs @ ws)
+
+
+def test_reduction_takes_scalars():
+    shifted = cp.ReductionKernel("T x, float32 c", "float32 y", "(x - c) * (x - c)", "a + b", "y = a", "0",
+                                 "shifted_sum_squares")
+    np.testing.assert_array_equal(host(shifted(arr([[1, 2, 3], [4, 5, 6]]), 2, axis=1)), [2, 29])
 
 
 def test_reduction_output_argument():
