@@ -72,8 +72,6 @@ class ElementwiseKernel:
         clash = {p.name for p in self.in_params} & {p.name for p in self.out_params}
         if clash:
             raise ValueError(f"{who}: {sorted(clash)} named in both in_params and out_params")
-        if not self.out_params:
-            raise ValueError(f"{who}: out_params is empty: an elementwise kernel needs at least one output")
         self.nin, self.nout = len(self.in_params), len(self.out_params)
         self.nargs = self.nin + self.nout
         self.operation = snippet(who, "operation", operation)

@@ -67,24 +67,32 @@ class CArray {
   __device__ const ptrdiff_t* shape() const { return shape_; }
   __device__ const ptrdiff_t* strides() const { return strides_; }
 
-  // Multi-index access: element (idx[0], ..., idx[ndim-1]).
+  // Multi-index access: element (idx[0], ..., idx[ndim-1]). A const array (an input) gives const elements.
   template <typename Int>
-  __device__ T& operator[](const Int (&idx)[_ndim]) const {
-    ptrdiff_t off = 0;
-    for (int d = 0; d < _ndim; ++d) off += strides_[d] * static_cast<ptrdiff_t>(idx[d]);
-    return *reinterpret_cast<T*>(reinterpret_cast<char*>(data_) + off);
-  }
+  __device__ T& operator[](const Int (&idx)[_ndim]) { return *at(idx); }
+  template <typename Int>
+  __device__ const T& operator[](const Int (&idx)[_ndim]) const { return *at(idx); }
 
   // Flat access: the i-th element in C order, whatever the strides.
-  __device__ T& operator[](ptrdiff_t i) const {
-    if (_c_contiguous) return data_[i];
+  __device__ T& operator[](ptrdiff_t i) { return *at(i); }
+  __device__ const T& operator[](ptrdiff_t i) const { return *at(i); }
+
+ private:
+  template <typename Int>
+  __device__ T* at(const Int (&idx)[_ndim]) const {
+    ptrdiff_t off = 0;
+    for (int d = 0; d < _ndim; ++d) off += strides_[d] * static_cast<ptrdiff_t>(idx[d]);
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(data_) + off);
+  }
+  __device__ T* at(ptrdiff_t i) const {
+    if (_c_contiguous) return data_ + i;
     ptrdiff_t off = 0;
     for (int d = _ndim - 1; d > 0; --d) {
       off += strides_[d] * (i % shape_[d]);
       i /= shape_[d];
     }
     off += strides_[0] * i;
-    return *reinterpret_cast<T*>(reinterpret_cast<char*>(data_) + off);
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(data_) + off);
   }
 };
 
@@ -106,7 +114,9 @@ class CArray<T, 0, _c_contiguous, _use_32bit_indexing, _core_ndim> {
   __device__ const ptrdiff_t* shape() const { return nullptr; }
   __device__ const ptrdiff_t* strides() const { return nullptr; }
   template <typename U>
-  __device__ T& operator[](const U&) const { return *data_; }
+  __device__ T& operator[](const U&) { return *data_; }
+  template <typename U>
+  __device__ const T& operator[](const U&) const { return *data_; }
 };
 
 template <int _ndim, bool _use_32bit_indexing = false>
