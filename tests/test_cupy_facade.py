@@ -430,3 +430,16 @@ def test_malformed_parameter_lists(params, match):
 def test_kernel_name_must_be_an_identifier():
     with pytest.raises(ValueError, match="invalid kernel name"):
         cp.ElementwiseKernel("T x", "T y", "y = x", "not a name")
+
+
+def test_without_a_usable_cupy_kernels_still_define_and_calls_say_why():
+    from workbench.cupy import _missing
+
+    if cp.MODE == "cpu":
+        assert cp.why_unavailable() is None and cp.why_unavailable({"N": 1}) is None
+    k = _missing.ElementwiseKernel("T x", "T y", "y = x", "k")  # a variant module can still be imported
+    with pytest.raises(RuntimeError, match="ElementwiseKernel: .*cupy"):
+        k(np.ones(1))
+    f = _missing.fuse(kernel_name="f")(lambda x: x)
+    with pytest.raises(RuntimeError, match="fuse: .*cupy"):
+        f(np.ones(1))

@@ -16,7 +16,7 @@ import workbench.cupy as cp
 from workbench import register
 
 
-@register("attention", "cupy_materialized", backend="cupy",
+@register("attention", "cupy_materialized", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: S = QK^T and P = softmax(S) materialised as [B,H,Sq,Sk] fp32 arrays, then O = PV.")
 def cupy_materialized(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                       scale: float | None = None) -> torch.Tensor:

@@ -12,7 +12,7 @@ import workbench.cupy as cp
 from workbench import register
 
 
-@register("gemm", "cupy_matmul", backend="cupy",
+@register("gemm", "cupy_matmul", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: cupy.matmul(a, b), a cuBLAS GEMM on a GPU (numpy's BLAS on CPU).")
 def cupy_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return cp.to_torch(cp.matmul(cp.from_torch(a), cp.from_torch(b)), a.dtype)

@@ -26,7 +26,7 @@ def route(logits, top_k: int, renormalize: bool):
     return w, ids
 
 
-@register("moe", "cupy_loop", backend="cupy",
+@register("moe", "cupy_loop", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: route, then per expert gather its tokens, two matmuls around SiLU*up, add back.")
 def cupy_loop(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
               renormalize: bool = True) -> torch.Tensor:

@@ -18,7 +18,7 @@ from workbench import empty_like, register
 EPS = 1e-6
 
 
-@register("rmsnorm", "cupy_array", backend="cupy",
+@register("rmsnorm", "cupy_array", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: square, mean, rsqrt, two multiplies: an [M,N] pass per call.")
 def cupy_array(x: torch.Tensor, w: torch.Tensor, eps: float = EPS) -> torch.Tensor:
     a = cp.from_torch(x).astype(cp.float32, copy=False)  # fp32 math: fp16 squares overflow past |x| = 256
@@ -41,7 +41,7 @@ _scale = cp.ElementwiseKernel(
     "rmsnorm_scale")
 
 
-@register("rmsnorm", "cupy_reduction", backend="cupy",
+@register("rmsnorm", "cupy_reduction", backend="cupy", supports=cp.why_unavailable,
           idea="cupy.ReductionKernel for each row's sum of squares, then one ElementwiseKernel scales x by rsqrt * w.")
 def cupy_reduction(x: torch.Tensor, w: torch.Tensor, eps: float = EPS) -> torch.Tensor:
     out = empty_like(x)

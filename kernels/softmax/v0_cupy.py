@@ -22,7 +22,7 @@ from workbench.registry import as_dtype
 # ------------------------------------------------------------------------------------------ array code, unfused
 
 
-@register("softmax", "cupy_unfused", backend="cupy",
+@register("softmax", "cupy_unfused", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: max, subtract, exp, sum, divide: five kernels, five passes over memory.")
 def cupy_unfused(x: torch.Tensor) -> torch.Tensor:
     a = cp.from_torch(x).astype(cp.float32, copy=False)  # fp16 in, fp32 math (one more pass), like torch
@@ -59,7 +59,7 @@ _normalise = cp.ElementwiseKernel(
     "softmax_normalise")
 
 
-@register("softmax", "cupy_reduction", backend="cupy",
+@register("softmax", "cupy_reduction", backend="cupy", supports=cp.why_unavailable,
           idea="cupy.ReductionKernel for the row max and the row sum of exp, an ElementwiseKernel to normalise.")
 def cupy_reduction(x: torch.Tensor) -> torch.Tensor:
     out = empty_like(x)
@@ -83,7 +83,7 @@ def _divide_exp(x, m, s):
     return cp.exp(x - m) / s  # subtract, exp and divide: one kernel
 
 
-@register("softmax", "cupy_fuse", backend="cupy",
+@register("softmax", "cupy_fuse", backend="cupy", supports=cp.why_unavailable,
           idea="cupy.fuse: exp(x - max) summed in one fused kernel and normalised in another (3 kernels in all).")
 def cupy_fuse(x: torch.Tensor) -> torch.Tensor:
     a = cp.from_torch(x)

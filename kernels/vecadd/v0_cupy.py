@@ -17,13 +17,13 @@ from workbench import empty_like, register
 _add = cp.ElementwiseKernel("T x, T y", "T z", "z = x + y", "vecadd")
 
 
-@register("vecadd", "cupy_array", backend="cupy",
+@register("vecadd", "cupy_array", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: x + y, one elementwise kernel that cupy generates (numpy stands in on CPU).")
 def cupy_array(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return cp.to_torch(cp.from_torch(x) + cp.from_torch(y), x.dtype)
 
 
-@register("vecadd", "cupy_elementwise", backend="cupy",
+@register("vecadd", "cupy_elementwise", backend="cupy", supports=cp.why_unavailable,
           idea="cupy.ElementwiseKernel('T x, T y', 'T z', 'z = x + y'): you write the loop body, cupy the kernel.")
 def cupy_elementwise(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = empty_like(x)  # passed as the output, so an element the kernel skips stays poisoned under the checker

@@ -25,14 +25,22 @@ import numpy as np
 from workbench._mode import MODE
 
 __all__ = ["MODE", "ElementwiseKernel", "ReductionKernel", "fuse", "from_torch", "to_torch", "xp",
-           "KernelCompileError", "KernelTypeError"]
+           "why_unavailable", "KernelCompileError", "KernelTypeError"]
 
 from workbench.cupy._compile import KernelCompileError  # noqa: E402
 from workbench.cupy._types import KernelTypeError  # noqa: E402
 
+_WHY_NOT: str | None = None  # why cupy cannot be used here (gpu mode without a working cupy install)
+
 if MODE == "gpu":
-    import cupy as _backend
-    from cupy import ElementwiseKernel, ReductionKernel, fuse
+    try:
+        import cupy as _backend
+        from cupy import ElementwiseKernel, ReductionKernel, fuse
+    except Exception as e:  # noqa: BLE001  (ImportError, or a CUDA library cupy cannot load)
+        _backend = None
+        _WHY_NOT = (f"cupy is not usable in gpu mode ({type(e).__name__}: {e}); install the build for torch's CUDA: "
+                    "pip install cupy-cuda13x")
+        from workbench.cupy._missing import ElementwiseKernel, ReductionKernel, fuse
 else:
     _backend = np
     from workbench.cupy._elementwise import ElementwiseKernel
@@ -40,8 +48,15 @@ else:
     from workbench.cupy._reduction import ReductionKernel
 
 
+def why_unavailable(shape: dict | None = None) -> str | None:
+    """Return why the cupy backend cannot run here (gpu mode without cupy), or None; a variant's ``supports``."""
+    return _WHY_NOT
+
+
 def xp() -> Any:
     """Return the array module: cupy on a GPU, numpy in cpu mode."""
+    if _backend is None:
+        raise RuntimeError(_WHY_NOT)
     return _backend
 
 
@@ -89,6 +104,8 @@ def __getattr__(name: str) -> Any:
         extra = _cpu_extra(name)
         if extra is not None:
             return extra
+    if _backend is None:
+        raise AttributeError(f"workbench.cupy.{name}: {_WHY_NOT}")
     try:
         return getattr(_backend, name)
     except AttributeError:
