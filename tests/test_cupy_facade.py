@@ -443,3 +443,11 @@ def test_without_a_usable_cupy_kernels_still_define_and_calls_say_why():
     f = _missing.fuse(kernel_name="f")(lambda x: x)
     with pytest.raises(RuntimeError, match="fuse: .*cupy"):
         f(np.ones(1))
+
+
+@requires_cpu_mode
+def test_reduce_dims_false_keeps_the_shape():
+    k = cp.ElementwiseKernel("T x", "T y", "y = x + 1", "keep_dims", reduce_dims=False)
+    got = k(arr(np.zeros((2, 3, 4))))
+    assert (host(got) == 1).all()
+    assert "CIndexer<3, 1> _ind" in k.cached_code and "CArray<float, 3, 1, 1, 0> _raw_x" in k.cached_code
