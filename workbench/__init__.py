@@ -70,6 +70,7 @@ _LAZY = {
     "occupancy": ("workbench.inspection", "occupancy"),
     "occupancy_widget": ("workbench.inspection", "occupancy_widget"),
     "cuda": ("workbench.cuda", None),
+    "cupy": ("workbench.cupy", None),
     "hardware": ("workbench.hardware", None),
     "plots": ("workbench.plots", None),
     "results": ("workbench.results", None),

@@ -1,6 +1,7 @@
 """Register the moe variants in teaching order (the torch baseline is registered with the contract)."""
 
 from . import (  # noqa: F401
+    v0_cupy,  # CuPy array code: route, then a Python loop over the experts (beside the torch_loop baseline)
     v1_numba_naive,  # one block per token: routes itself, reads its experts' weights once per token
     v2_cuda_permute,  # CUDA C: topk, align, permute, grouped SIMT GEMMs, SiLU-and-mul, combine (all through HBM)
     v3_triton_fused,  # vLLM-style: gather in the loads, SiLU-and-mul and the weighted combine in the epilogues

@@ -1,6 +1,10 @@
-"""Register the softmax variants in teaching order (the torch baseline is registered with the contract)."""
+"""Register the softmax variants in teaching order (the torch baseline is registered with the contract).
+
+The CuPy rung comes first (array code, then CuPy's kernel generators), then Numba, CUDA C and Triton.
+"""
 
 from . import (  # noqa: F401
+    v0_cupy,
     v1_numba_three_pass,
     v2_numba_block_tree,
     v3_cuda_naive,
