@@ -22,14 +22,14 @@ def backend_status() -> dict[str, tuple[str, str]]:
     if MODE == "gpu":
         out["triton"] = (("native", f"triton {v['triton']} JIT") if v["triton"]
                          else ("unavailable", "pip install triton"))
-        try:
-            from numba import cuda
+        from workbench._numba import PROBLEM, cuda
 
-            ok = cuda.is_available()
+        try:
+            ok = not PROBLEM and cuda.is_available()
             out["numba"] = ("native", f"numba-cuda {v['numba_cuda']}") if ok else (
-                "unavailable", "numba-cuda sees no GPU: pip install 'numba-cuda[cu13]'")
+                "unavailable", PROBLEM or "numba-cuda sees no GPU: pip install 'numba-cuda[cu13]'")
         except Exception as e:  # noqa: BLE001
-            out["numba"] = ("unavailable", f"numba import failed: {e}")
+            out["numba"] = ("unavailable", f"numba.cuda.is_available() failed: {type(e).__name__}: {e}")
         try:
             import cupy
 
@@ -42,8 +42,11 @@ def backend_status() -> dict[str, tuple[str, str]]:
             out["cuda"] = ("unavailable", why)
     else:
         out["triton"] = ("emulated", "Triton interpreter (TRITON_INTERPRET=1): fp32/fp16 only, ~1 ms per program")
-        out["numba"] = ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "
-                                    "no warp shuffles")
+        from workbench._numba import PROBLEM
+
+        out["numba"] = (("unavailable", PROBLEM) if PROBLEM else
+                        ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "
+                                     "no warp shuffles"))
         out["cupy"] = ("emulated", "numpy stands in for cupy")
         cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
         out["cuda"] = (("emulated", f"CPU engine: CUDA C compiled with {cxx}, one fiber per CUDA thread")
