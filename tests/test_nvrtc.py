@@ -58,7 +58,8 @@ def _softmax_and_small() -> list[Build]:
     out = [Build("kernels/vecadd/vecadd.cu", (), ("vecadd_f32", "vecadd_f16")),
            Build("kernels/rmsnorm/rmsnorm.cu", (), tuple(f"rmsnorm_{s}" for s in SFX)),
            Build("kernels/moe_align/moe_align.cu", (), ("moe_align_count", "moe_align_scatter")),
-           Build("kernels.softmax.ex_warp_solution:SOURCE", (), ("softmax_warp",))]
+           Build("kernels.softmax.ex_warp_solution:SOURCE", (), ("softmax_warp",)),
+           Build("kernels.softmax.ex_warp_starter:SOURCE", (), ("softmax_warp",))]  # what learners start from
     for stem in ("naive", "online", "warp", "block", "vec", "rows"):
         base = f"softmax_{stem}"
         out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in _cuda.SUFFIX.values())))
