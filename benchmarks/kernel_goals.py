@@ -16,9 +16,12 @@ FlashAttention (issue "Notebook 03"), bf16, TFLOP/s by the FA papers' count, aga
 - causal (D = 128, S = 8k) and D = 64 (non-causal, S = 8k): >= 0.80;
 - ``triton_fa2_bwd`` >= 0.70 of the fastest backward baseline (D = 128, S = 8k).
 
-Every variant is checked before it is timed (``workbench.bench``). Writes ``<gpu>-<date>-<op>.json`` and
-``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``; copy both into ``results/`` after reading them.
-Without a GPU it refuses unless ``--smoke`` (cpu-mode sizes, torch variants only, nothing into ``results/``).
+Every variant is checked before it is timed (``workbench.bench``); an autotuned kernel is tuned once, at the goal
+shape, and checked with the config it chose (``workbench.goals.tuned_once``). Writes ``<gpu>-<date>-<op>.json``
+and ``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``, again after every measurement, so a run stopped by a
+time limit keeps what it measured (SIGTERM is caught: the goal file then notes where it stopped, exit status 143).
+``scripts/import-gpu-results.py`` copies them into ``results/`` after reading them. Without a GPU it refuses
+unless ``--smoke`` (cpu-mode sizes, torch variants only, nothing into ``results/``).
 
 Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention] [--out-dir out/kernel-goals] [--smoke]
 """
@@ -26,6 +29,7 @@ Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention] [--out-di
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +37,16 @@ from pathlib import Path
 import torch
 
 import workbench as wb
-from workbench.goals import COPY_BYTES, ROOT, copy_bandwidth_gbs, geomean, refuse_without_gpu, timed, write
+from workbench.goals import (
+    COPY_BYTES,
+    ROOT,
+    GoalRun,
+    Stopped,
+    copy_bandwidth_gbs,
+    geomean,
+    refuse_without_gpu,
+    stop_on_sigterm,
+)
 
 BF16, FP32 = torch.bfloat16, torch.float32
 
@@ -50,8 +63,12 @@ def _ratio(goals: dict, key: str, base: dict | None, mine: tuple[str, dict] | No
                                **extra}
 
 
-def gemm_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[dict]]:
-    """Time the GEMM goal shapes and return (goal summary, records)."""
+def _named(recs: dict[str, dict | None], name: str) -> tuple[str, dict] | None:
+    return (name, recs[name]) if recs.get(name) else None
+
+
+def gemm_goals(run: GoalRun, gpu: bool) -> None:
+    """Time the GEMM goal shapes into ``run`` (records saved as each finishes, goal ratios as they are known)."""
     torch.backends.cuda.matmul.allow_tf32 = False  # cuBLAS SGEMM in true fp32, like the SIMT kernels
     torch.backends.cudnn.allow_tf32 = False
     triton = ("triton_autotuned", "triton_persistent_tma")
@@ -61,16 +78,18 @@ def gemm_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[di
         names16 = ("torch_matmul", *triton, "cuda_mma_sync", "cuda_wgmma_tma")
     else:
         bf16_shapes, sq, names16 = [(64, 64, 64)], (64, 64, 64), ("torch_matmul",)
-    goals: dict = {"op": "gemm", "mode": wb.mode(), "goals": {}, "times_ms": {}}
-    records: list[dict] = []
+    goals = run.goals
+    goals.update({"op": "gemm", "mode": wb.mode(), "times_ms": {}})
     ratios = []
+    dt = BF16 if gpu else FP32
     for m, n, k in bf16_shapes:
         shape = {"M": m, "N": n, "K": k}
-        dt = BF16 if gpu else FP32
-        recs = {v: (timed("gemm", v, shape, dt, command, notes)
-                    if (m, n, k) == sq or v in ("torch_matmul", *triton) else None) for v in names16}
-        records += [r for r in recs.values() if r]
-        goals["times_ms"][f"{m}x{n}x{k} {str(dt)[6:]}"] = {v: r["time_ms"] for v, r in recs.items() if r}
+        label = f"{m}x{n}x{k} {str(dt)[6:]}"
+        recs: dict[str, dict | None] = {}
+        for v in names16:
+            if (m, n, k) == sq or v in ("torch_matmul", *triton):
+                recs[v] = run.time("gemm", v, shape, dt)
+                goals["times_ms"][label] = {x: r["time_ms"] for x, r in recs.items() if r}
         best = _best(recs, triton)
         base = recs.get("torch_matmul")
         if best and base:
@@ -78,38 +97,36 @@ def gemm_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[di
         if (m, n, k) == (8192, 8192, 8192):
             _ratio(goals, "triton_bf16_8192^3", base, best, 0.95)
         if (m, n, k) == sq:
-            _ratio(goals, "mma_sync_bf16_4096^3", base, ("cuda_mma_sync", recs["cuda_mma_sync"])
-                   if recs.get("cuda_mma_sync") else None, 0.60)
-            _ratio(goals, "wgmma_tma_bf16_4096^3 (stretch)", base, ("cuda_wgmma_tma", recs["cuda_wgmma_tma"])
-                   if recs.get("cuda_wgmma_tma") else None, 0.90)
+            _ratio(goals, "mma_sync_bf16_4096^3", base, _named(recs, "cuda_mma_sync"), 0.60)
+            _ratio(goals, "wgmma_tma_bf16_4096^3 (stretch)", base, _named(recs, "cuda_wgmma_tma"), 0.90)
+        run.save()
     if gpu and len(ratios) == len(bf16_shapes):
         goals["goals"]["triton_bf16_geomean"] = {"ratio": geomean(ratios), "goal": 0.90,
                                                  "shapes": [list(s) for s in bf16_shapes]}
     shape = {"M": sq[0], "N": sq[1], "K": sq[2]}
-    recs = {v: timed("gemm", v, shape, FP32, command, notes)
-            for v in (("torch_matmul", "cuda_warptile") if gpu else ("torch_matmul",))}
-    records += [r for r in recs.values() if r]
-    goals["times_ms"][f"{sq[0]}^3 float32 (TF32 off)"] = {v: r["time_ms"] for v, r in recs.items() if r}
-    _ratio(goals, "simt_fp32_4096^3", recs.get("torch_matmul"),
-           ("cuda_warptile", recs["cuda_warptile"]) if recs.get("cuda_warptile") else None, 0.90)
-    return goals, records
+    recs = {}
+    for v in (("torch_matmul", "cuda_warptile") if gpu else ("torch_matmul",)):
+        recs[v] = run.time("gemm", v, shape, FP32)
+        goals["times_ms"][f"{sq[0]}^3 float32 (TF32 off)"] = {x: r["time_ms"] for x, r in recs.items() if r}
+    _ratio(goals, "simt_fp32_4096^3", recs.get("torch_matmul"), _named(recs, "cuda_warptile"), 0.90)
 
 
-def softmax_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[dict]]:
-    """Time softmax over N in {1k, 4k, 16k, 64k} and return (goal summary, records)."""
+def softmax_goals(run: GoalRun, gpu: bool) -> None:
+    """Time softmax over N in {1k, 4k, 16k, 64k} into ``run``."""
     cuda_c = tuple(v.name for v in wb.variants("softmax") if v.backend == "cuda")
     triton = tuple(v.name for v in wb.variants("softmax") if v.backend == "triton")
     copy = copy_bandwidth_gbs(COPY_BYTES if gpu else 64 * 2**20)
-    goals: dict = {"op": "softmax", "mode": wb.mode(), "copy_bandwidth_gbs": copy, "goals": {}, "gbs": {}}
-    records: list[dict] = []
+    goals = run.goals
+    goals.update({"op": "softmax", "mode": wb.mode(), "copy_bandwidth_gbs": copy, "gbs": {}})
     total = 2**27 if gpu else 2**14
     names = ("torch_softmax", *cuda_c, *triton) if gpu else ("torch_softmax",)
     dt = BF16 if gpu else FP32
     for n in (1024, 4096, 16384, 65536) if gpu else (1024,):
         shape = {"M": total // n, "N": n}
-        recs = {v: timed("softmax", v, shape, dt, command, notes) for v in names}
-        records += [r for r in recs.values() if r]
-        goals["gbs"][n] = {v: r["gbps"] for v, r in recs.items() if r and r["gbps"]}
+        recs: dict[str, dict | None] = {}
+        for v in names:
+            recs[v] = run.time("softmax", v, shape, dt)
+            goals["gbs"][n] = {x: r["gbps"] for x, r in recs.items() if r and r["gbps"]}
         for label, group, goal in (("cuda_c", cuda_c, 0.90), ("triton", triton, 0.85)):
             best = _best(recs, group)
             if best and not best[1]["emulated"]:
@@ -120,16 +137,16 @@ def softmax_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list
         online = recs.get("triton_online")
         if n >= 65536 and online and not online["emulated"]:
             goals["goals"][f"triton_online_vs_copy_N={n}"] = {"ratio": online["gbps"] / copy, "goal": 0.75}
-    return goals, records
+        run.save()
 
 
 SDPA = ("torch_sdpa_flash", "torch_sdpa_cudnn", "torch_sdpa_efficient", "torch_sdpa")
 
 
-def attention_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, list[dict]]:
-    """Time FlashAttention forward/backward at the goal shapes and return (goal summary, records)."""
-    goals: dict = {"op": "attention", "mode": wb.mode(), "goals": {}, "tflops": {}}
-    records: list[dict] = []
+def attention_goals(run: GoalRun, gpu: bool) -> None:
+    """Time FlashAttention forward/backward at the goal shapes into ``run``."""
+    goals = run.goals
+    goals.update({"op": "attention", "mode": wb.mode(), "tflops": {}})
     dt = BF16 if gpu else FP32
     if gpu:
         fwd = [("d128_S8k", {"B": 2, "H": 16, "Sq": 8192, "Sk": 8192, "D": 128, "causal": False}, 0.90),
@@ -143,25 +160,27 @@ def attention_goals(gpu: bool, command: str, notes: list[str]) -> tuple[dict, li
         bwd = {"B": 1, "H": 2, "Sq": 64, "Sk": 64, "D": 32, "causal": False}
         names = ("torch_sdpa",)
     for label, shape, goal in fwd:
-        recs = {v: timed("attention", v, shape, dt, command, notes) for v in names}
-        records += [r for r in recs.values() if r]
-        goals["tflops"][label] = {v: r["tflops"] for v, r in recs.items() if r}
+        recs: dict[str, dict | None] = {}
+        for v in names:
+            recs[v] = run.time("attention", v, shape, dt)
+            goals["tflops"][label] = {x: r["tflops"] for x, r in recs.items() if r}
         base = _best(recs, SDPA)
-        mine = ("triton_fa2", recs["triton_fa2"]) if recs.get("triton_fa2") else None
-        _ratio(goals, f"fwd_{label}", base[1] if base else None, mine, goal, baseline=base[0] if base else None)
+        _ratio(goals, f"fwd_{label}", base[1] if base else None, _named(recs, "triton_fa2"), goal,
+               baseline=base[0] if base else None)
+        run.save()
     bnames = ("torch_flash_bwd", "torch_autograd", "triton_fa2_bwd") if gpu else ("torch_autograd",)
-    recs = {v: timed("attention_bwd", v, bwd, dt, command, notes) for v in bnames}
-    records += [r for r in recs.values() if r]
-    goals["tflops"]["bwd_d128_S8k"] = {v: r["tflops"] for v, r in recs.items() if r}
+    recs = {}
+    for v in bnames:
+        recs[v] = run.time("attention_bwd", v, bwd, dt)
+        goals["tflops"]["bwd_d128_S8k"] = {x: r["tflops"] for x, r in recs.items() if r}
     # torch_autograd re-runs the forward under autograd (its time includes it); torch_flash_bwd is the backward
     # kernel alone, the fair baseline when it runs.
     base = _best(recs, ("torch_flash_bwd",)) or _best(recs, ("torch_autograd",))
-    mine = ("triton_fa2_bwd", recs["triton_fa2_bwd"]) if recs.get("triton_fa2_bwd") else None
-    _ratio(goals, "bwd_d128_S8k", base[1] if base else None, mine, 0.70, baseline=base[0] if base else None)
-    return goals, records
+    _ratio(goals, "bwd_d128_S8k", base[1] if base else None, _named(recs, "triton_fa2_bwd"), 0.70,
+           baseline=base[0] if base else None)
 
 
-OPS: dict[str, Callable[[bool, str, list[str]], tuple[dict, list[dict]]]] = {
+OPS: dict[str, Callable[[GoalRun, bool], None]] = {
     "gemm": gemm_goals, "softmax": softmax_goals, "attention": attention_goals}
 
 
@@ -181,10 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     if refused is not None:
         return refused
     command = "python benchmarks/kernel_goals.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    stop_on_sigterm()
     for op in ops:
-        notes: list[str] = []
-        goals, records = OPS[op](wb.mode() == "gpu", command, notes)
-        write(goals, records, a.out_dir, op, command, notes)
+        run = GoalRun(op, a.out_dir, command)
+        try:
+            OPS[op](run, wb.mode() == "gpu")
+        except Stopped as e:
+            run.finish(e)
+            print(f"kernel_goals: {e} during {op}; what finished is saved", file=sys.stderr)
+            return 128 + signal.SIGTERM
+        run.finish()
     return 0
 
 

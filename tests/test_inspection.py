@@ -145,6 +145,43 @@ def test_inspect_triton_kernel():
     assert set(r.occupancy) == {"sm_80", "sm_90"}
 
 
+def _needs_triton_tools() -> None:
+    pytest.importorskip("triton")
+    try:
+        inspection.find_cuda_tool("ptxas")
+        inspection.find_cuda_tool("cuobjdump")
+    except ToolchainNotFoundError:
+        pytest.skip("no ptxas/cuobjdump")
+
+
+def test_divisibility_hints_follow_a_real_launch():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "M": "i32", "K": "i64", "scale": "fp32", "BM": "constexpr"}
+    assert inspection.divisible_by_16({"signature": sig}) == ["a_ptr", "b_ptr", "M", "K"]  # 16-multiple launch
+    assert inspection.divisible_by_16({"signature": sig, "args": {"M": 4096, "K": 4100}}) == ["a_ptr", "b_ptr", "M"]
+    assert inspection.divisible_by_16({"signature": sig, "args": {"a_ptr": 0x1008}}) == ["b_ptr", "M", "K"]
+    assert inspection.divisible_by_16({"signature": sig, "divisible_by_16": ["a_ptr"]}) == ["a_ptr"]
+
+
+def test_triton_gemm_inspects_as_a_real_k4096_launch():
+    # A launch at M = N = K = 4096 specialises M, N, K as multiples of 16; only then does Triton pipeline the
+    # K loop (num_stages buffers of (BM + BN) x BK halves). Pointers alone gave an unpipelined kernel that spilled.
+    _needs_triton_tools()
+    import workbench as wb
+
+    v = wb.variant("gemm", "triton_autotuned")
+    spec = v.inspect_spec()
+    c = spec["constexprs"]
+    r = inspect(v, arch="sm_90")
+    assert r.shared_static == spec["num_stages"] * (c["BM"] + c["BN"]) * c["BK"] * 2
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.registers <= 232
+    assert r.instruction_mix["HGMMA"] > 0 and r.instruction_mix["LDGSTS (cp.async)"] > 0
+    assert any("multiples of 16" in n for n in r.notes)
+    # The cache is keyed by the hints too: a K that is not a multiple of 16 is another kernel, not the same numbers.
+    odd = inspect(v, arch="sm_90", args={"K": 4100})
+    assert odd is not r and odd.shared_static < r.shared_static
+    assert inspect(v, arch="sm_90") is r
+
+
 # ------------------------------------------------------------------------------------------------ no toolchain
 def test_missing_toolchain_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))

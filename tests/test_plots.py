@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import plotly.graph_objects as go
 import pytest
-from _bench_fakes import FakeVariant, make_record
 
-from workbench import plots
+# A GPU box without the notebook wheels has no plotly: skip this file there instead of failing the whole
+# collection (which used to stop every other test of the GPU run).
+go = pytest.importorskip("plotly.graph_objects", reason="plotly is not installed (notebook wheels not carried)")
+
+from _bench_fakes import FakeVariant, make_record  # noqa: E402
+
+from workbench import plots  # noqa: E402
 
 NONE_RECORDED = "No real-GPU results recorded yet for"
 

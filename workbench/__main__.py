@@ -22,14 +22,14 @@ def backend_status() -> dict[str, tuple[str, str]]:
     if MODE == "gpu":
         out["triton"] = (("native", f"triton {v['triton']} JIT") if v["triton"]
                          else ("unavailable", "pip install triton"))
-        try:
-            from numba import cuda
+        from workbench._numba import PROBLEM, cuda
 
-            ok = cuda.is_available()
+        try:
+            ok = not PROBLEM and cuda.is_available()
             out["numba"] = ("native", f"numba-cuda {v['numba_cuda']}") if ok else (
-                "unavailable", "numba-cuda sees no GPU: pip install 'numba-cuda[cu13]'")
+                "unavailable", PROBLEM or "numba-cuda sees no GPU: pip install 'numba-cuda[cu13]'")
         except Exception as e:  # noqa: BLE001
-            out["numba"] = ("unavailable", f"numba import failed: {e}")
+            out["numba"] = ("unavailable", f"numba.cuda.is_available() failed: {type(e).__name__}: {e}")
         try:
             import cupy
 
@@ -42,8 +42,11 @@ def backend_status() -> dict[str, tuple[str, str]]:
             out["cuda"] = ("unavailable", why)
     else:
         out["triton"] = ("emulated", "Triton interpreter (TRITON_INTERPRET=1): fp32/fp16 only, ~1 ms per program")
-        out["numba"] = ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "
-                                    "no warp shuffles")
+        from workbench._numba import PROBLEM
+
+        out["numba"] = (("unavailable", PROBLEM) if PROBLEM else
+                        ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "
+                                     "no warp shuffles"))
         out["cupy"] = ("emulated", "numpy stands in for cupy")
         cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
         out["cuda"] = (("emulated", f"CPU engine: CUDA C compiled with {cxx}, one fiber per CUDA thread")
@@ -63,9 +66,15 @@ def doctor() -> str:
         lines.append(f"gpu: none usable  ({d['name']}); kernels run emulated, times are not GPU times")
     lines.append("versions:")
     missing = {"cuda": "none (torch is a CPU build)", "driver": "none (no NVIDIA driver in use)",
-               "nvcc": "not found (needed by workbench.inspect: install the CUDA toolkit or nvidia-cuda-nvcc)"}
+               "nvcc": "not found (needed by workbench.inspect: install the CUDA toolkit or nvidia-cuda-nvcc)",
+               "nvrtc": "not found (cupy compiles CUDA C with it; the NVRTC test needs it: pip install "
+                        "nvidia-cuda-nvrtc)"}
     for k, val in versions().items():
         lines.append(f"  {k:<10} {val or missing.get(k, 'not installed')}")
+    from workbench.versions import triton_guard
+
+    ok, line = triton_guard()
+    lines.append(f"triton guard: {'ok' if ok else 'PROBLEM'}: {line}")
     lines.append("backends:")
     for b, (how, why) in backend_status().items():
         lines.append(f"  {b:<7} {how:<11} {why}")
@@ -114,10 +123,25 @@ def run_bench(op: str | None, quick: bool, out: Path | None, command: str, inclu
     return records, notes
 
 
+def _plots_html(gpu_records: list[dict]) -> str:
+    """Return the throughput and roofline figures of real-GPU records as HTML; a note when plotly is missing."""
+    if not gpu_records:
+        return ""
+    try:
+        from workbench import plots
+    except ImportError as e:  # a GPU box without the notebook wheels: the table and the JSON still have it all
+        return (f"<p>No plots: plotly is not installed here ({html.escape(str(e))}); the table above and the JSON "
+                "file hold every number.</p>")
+    figs = ""
+    for op in sorted({r["op"] for r in gpu_records}):
+        recs = [r for r in gpu_records if r["op"] == op]
+        for fig in (plots.throughput_vs_size(recs), plots.roofline(recs)):
+            figs += fig.to_html(full_html=False, include_plotlyjs=not figs)
+    return figs
+
+
 def html_report(records: list[dict], notes: list[str]) -> str:
     """Return a standalone HTML report: a table of every record, and plots of real-GPU records."""
-    from workbench import plots
-
     def num(x: float | None, fmt: str) -> str:
         return "" if x is None else format(x, fmt)
 
@@ -127,12 +151,8 @@ def html_report(records: list[dict], notes: list[str]) -> str:
         f"<td>{num(r['tflops'], '.2f')}</td><td>{num(r['gbps'], '.0f')}</td><td>{num(r['pct_peak'], '.0f')}</td></tr>"
         for r in records)
     dev = records[0]["device"]["name"] if records else "-"
-    figs = ""
     gpu = [r for r in records if not r["emulated"]]
-    for op in sorted({r["op"] for r in gpu}):
-        recs = [r for r in gpu if r["op"] == op]
-        for fig in (plots.throughput_vs_size(recs), plots.roofline(recs)):
-            figs += fig.to_html(full_html=False, include_plotlyjs=not figs)
+    figs = _plots_html(gpu)
     warn = ("" if gpu else "<p><b>Emulated run (cpu mode): these times are CPU emulation, not GPU performance; "
             "no throughput plots are drawn.</b></p>")
     return (f"<html><head><meta charset='utf-8'><title>Kernel Workbench bench</title></head><body>"

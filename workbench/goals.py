@@ -7,12 +7,17 @@ variants only, never written into ``results/``): a GPU figure only ever comes fr
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
+import os
 import re
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -48,8 +53,113 @@ def copy_bandwidth_gbs(nbytes: int = COPY_BYTES) -> float:
     return 2 * n * 4 / (med * 1e-3) / 1e9
 
 
+class Stopped(BaseException):
+    """SIGTERM arrived (a time limit: ``timeout`` sends it): save what was measured, then stop.
+
+    A BaseException, so the ``except Exception`` that keeps one failing kernel from ending a sweep lets it through.
+    """
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM raise :class:`Stopped` in the main thread, so a goal script saves before it exits."""
+    def handler(signum: int, frame: Any) -> None:
+        raise Stopped(f"stopped by {signal.Signals(signum).name} (a time limit?)")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+# ------------------------------------------------------------------------------------------ one autotune result
+def _autotuners() -> list:
+    """Return every ``triton.autotune`` object held at module level by the loaded ``kernels.*`` modules."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return []
+    found: dict[int, Any] = {}
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("kernels.") and mod is not None:
+            for obj in vars(mod).values():
+                if isinstance(obj, Autotuner):
+                    found[id(obj)] = obj
+    return list(found.values())
+
+
+@contextlib.contextmanager
+def launched(tuners: list) -> Iterator[list]:
+    """Yield a list that fills with the autotuners launched inside the block (each once)."""
+    used: list = []
+
+    def spy(t: Any) -> Any:
+        run = t.run
+
+        def run_and_note(*args: Any, **kwargs: Any) -> Any:
+            if t not in used:
+                used.append(t)
+            return run(*args, **kwargs)
+        return run_and_note
+
+    for t in tuners:
+        t.run = spy(t)  # an instance attribute: kernel[grid](...) calls self.run
+    try:
+        yield used
+    finally:
+        for t in tuners:
+            vars(t).pop("run", None)
+
+
+@contextlib.contextmanager
+def reuse_tuning(pins: dict) -> Iterator[None]:
+    """Inside the block, an autotuner meeting a new key takes its pinned config instead of timing every config.
+
+    ``pins`` maps autotuner -> config (what it chose at the goal shape). The kernel's own ``early_config_prune``
+    still runs: when it drops the pinned config at some shape, the first config it keeps is used there. Nothing is
+    timed, so a check at a handful of small shapes costs one compile per shape, not one per config. Keys first
+    met inside the block are forgotten when it ends; the goal shape's tuned entry stays.
+    """
+    before = {t: set(t.cache) for t in pins}
+
+    def fake_bench(cfg: Any) -> Any:
+        return lambda *args, config, **meta: [0.0] * 3 if config == cfg else [1.0] * 3
+
+    for t, cfg in pins.items():
+        t._bench = fake_bench(cfg)
+    try:
+        yield
+    finally:
+        for t in pins:
+            vars(t).pop("_bench", None)
+            for k in set(t.cache) - before[t]:
+                del t.cache[k]
+
+
+@contextlib.contextmanager
+def tuned_once(v: Any, shape: dict, dtype: torch.dtype) -> Iterator[None]:
+    """Tune ``v``'s autotuned kernels at the goal ``shape`` (one call), then reuse that result inside the block.
+
+    ``wb.bench`` checks a variant at the op's ragged check shapes before timing it; each is a new autotune key,
+    and the fused MoE alone would compile and time ~36 configs per key before the first timing. Here the goal
+    shape is tuned once and the checker's shapes run the config it chose, which is also the config timed. cpu mode
+    tunes nothing (the interpreter's times mean nothing), so the block just runs.
+    """
+    tuners = _autotuners() if wb.mode() == "gpu" else []
+    if not tuners:
+        yield
+        return
+    spec = wb.get_op(v.op)
+    _, kw = spec.split(shape)
+    with launched(tuners) as used:
+        v(*wb.make_inputs(v.op, dtype=dtype, seed=0, **shape), **kw)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    with reuse_tuning({t: t.best_config for t in used}):
+        yield
+
+
 def timed(op: str, name: str, shape: dict, dtype: torch.dtype, command: str, notes: list[str]) -> dict | None:
-    """Check then time ``op/name`` at ``shape``; None (with a note) when it is missing, cannot run here or fails."""
+    """Check then time ``op/name`` at ``shape``; None (with a note) when it is missing, cannot run here or fails.
+
+    Autotuned kernels are tuned once, at ``shape``, and the check reuses that result (:func:`tuned_once`).
+    """
     try:
         v = wb.variant(op, name)
     except KeyError as e:
@@ -60,7 +170,8 @@ def timed(op: str, name: str, shape: dict, dtype: torch.dtype, command: str, not
         notes.append(f"{op}/{name} at {shape}: {why}")
         return None
     try:
-        rec = wb.bench(v, dtype=dtype, command=command, **shape)
+        with tuned_once(v, shape, dtype):
+            rec = wb.bench(v, dtype=dtype, command=command, **shape)
     except Exception as e:  # a failed check or launch is a result too: say it, keep measuring the rest
         notes.append(f"{op}/{name} at {shape}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
         return None
@@ -84,19 +195,29 @@ def write(goals: dict, records: list[dict], out_dir: Path, tag: str, command: st
     ``quiet`` writes without the summary: a script saves what it has measured so far this way after each section,
     so a run stopped by a time limit keeps it (the next write replaces the same two files).
     """
+    from workbench.versions import device_info, versions
+
     for g in goals["goals"].values():
         g["met"] = g["ratio"] >= g["goal"]
     goals["notes"] = notes
-    goals["device"] = records[0]["device"] if records else None
-    goals["versions"] = records[0]["versions"] if records else None
+    goals["device"] = records[0]["device"] if records else device_info()
+    goals["versions"] = records[0]["versions"] if records else versions()
     goals["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     goals["command"] = command
-    name = re.sub(r"[^a-z0-9]+", "-", (records[0]["device"]["name"] if records else "device").lower()).strip("-")
+    name = re.sub(r"[^a-z0-9]+", "-", goals["device"]["name"].lower()).strip("-")  # the same name from the start
     day = dt.date.today().isoformat()
-    out = save_results(records, out_dir / f"{name}-{day}-{tag}.json", command)
+    out = out_dir / f"{name}-{day}-{tag}.json"
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:  # write then rename: a run killed mid-write leaves the previous complete file, never half of one
+        save_results(records, tmp, command)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     gfile = out_dir / "goals" / f"{tag}-{name}-{day}.json"
     gfile.parent.mkdir(parents=True, exist_ok=True)
-    gfile.write_text(json.dumps(goals, indent=1) + "\n")
+    gtmp = gfile.with_name(f".{gfile.name}.{os.getpid()}.tmp")
+    gtmp.write_text(json.dumps(goals, indent=1) + "\n")
+    os.replace(gtmp, gfile)
     if quiet:
         return out, gfile
     print(f"records: {out}\ngoals: {gfile}")
@@ -108,3 +229,36 @@ def write(goals: dict, records: list[dict], out_dir: Path, tag: str, command: st
     for n in notes:
         print("note:", n)
     return out, gfile
+
+
+class GoalRun:
+    """One op's goal measurements: records, goal ratios and notes, written after every measurement.
+
+    ``time`` checks and times one variant and saves at once (quietly), so a run stopped by a time limit keeps all
+    it measured; ``finish`` writes the last time and prints the summary.
+    """
+
+    def __init__(self, tag: str, out_dir: Path, command: str, goals: dict | None = None) -> None:
+        self.tag, self.out_dir, self.command = tag, out_dir, command
+        self.goals: dict = goals if goals is not None else {}
+        self.goals.setdefault("goals", {})
+        self.records: list[dict] = []
+        self.notes: list[str] = []
+
+    def time(self, op: str, name: str, shape: dict, dtype: torch.dtype) -> dict | None:
+        """Check, time and save ``op/name`` at ``shape``; return its record (None, with a note, if it failed)."""
+        rec = timed(op, name, shape, dtype, self.command, self.notes)
+        if rec:
+            self.records.append(rec)
+        self.save()
+        return rec
+
+    def save(self) -> tuple[Path, Path]:
+        """Write the records and goals measured so far (quietly; the next save replaces the same two files)."""
+        return write(self.goals, self.records, self.out_dir, self.tag, self.command, self.notes, quiet=True)
+
+    def finish(self, stopped: Stopped | None = None) -> tuple[Path, Path]:
+        """Write the final files and print the summary; ``stopped`` records that a time limit ended the run."""
+        if stopped is not None:
+            self.notes.append(f"{stopped}: the files hold what finished before it")
+        return write(self.goals, self.records, self.out_dir, self.tag, self.command, self.notes)

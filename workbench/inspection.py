@@ -6,6 +6,7 @@
 
 * ``{"kind": "cuda", "code": path_or_source, "name": kernel_name, "options": (...)}``
 * ``{"kind": "triton", "fn": jit_fn, "signature": {...}, "constexprs": {...}, "num_warps": 4, "num_stages": 3}``
+  (optionally ``"args": {...}``, one launch's argument values: Triton specialises on which are multiples of 16)
 
 CUDA C goes through nvcc (PTX) and ptxas (cubin, ``-v`` resource report); Triton through
 ``triton.compile(..., target=GPUTarget("cuda", cc, 32))``. SASS comes from cuobjdump. Nothing needs a GPU.
@@ -249,9 +250,9 @@ def _pick_symbol(names: list[str], want: str) -> str:
 # ----------------------------------------------------------------------------------------------- CUDA C
 def _spec_of(obj: Any, name: str | None, options: tuple, kw: dict) -> dict:
     if isinstance(obj, dict):
-        return dict(obj)
-    if hasattr(obj, "inspect_spec") and callable(obj.inspect_spec):
-        return dict(obj.inspect_spec())
+        return {**obj, **kw}
+    if hasattr(obj, "inspect_spec") and callable(obj.inspect_spec):  # keywords (args=, num_stages=) override
+        return {**obj.inspect_spec(), **kw}
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], str):
         return {"kind": "cuda", "code": obj[0], "name": obj[1], "options": options}
     if hasattr(obj, "source") and hasattr(obj, "name") and hasattr(obj, "options"):  # workbench RawKernel
@@ -389,6 +390,37 @@ def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
             ns[attr] = val
 
 
+_INT = re.compile(r"^[iu](8|16|32|64)$")
+
+
+def divisible_by_16(spec: dict) -> list[str]:
+    """Return the Triton arguments a launch specialises as multiples of 16 (``tt.divisibility=16``).
+
+    A real launch does this per call: a pointer whose address is a multiple of 16 (every torch allocation) and an
+    integer whose value is a multiple of 16 get the hint, which lets Triton vectorise loads, drop mask checks
+    and pipeline its K loop; without it a GEMM compiles to a different, unpipelined kernel. So:
+
+    * ``spec["divisible_by_16"]`` names the arguments outright;
+    * else ``spec["args"]`` gives one launch's values (``{"M": 4096, "K": 4100}``; a tensor for a pointer counts
+      by its ``data_ptr()``); arguments left out count as divisible;
+    * else the launch is taken at 16-multiple sizes (``M = N = K = 4096``): every pointer and every integer.
+    """
+    if spec.get("divisible_by_16") is not None:
+        return list(spec["divisible_by_16"])
+    args = dict(spec.get("args") or {})
+    out = []
+    for k, ty in (spec.get("signature") or {}).items():
+        ty = str(ty)
+        if not (ty.startswith("*") or _INT.match(ty)):
+            continue  # constexprs and floats carry no divisibility
+        v = args.get(k)
+        if hasattr(v, "data_ptr"):
+            v = v.data_ptr()
+        if v is None or (isinstance(v, int) and v % 16 == 0):
+            out.append(k)
+    return out
+
+
 def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str]:
     """Return (ptx, ptxas log, sass, ttgir, shared bytes, entry name) of a Triton kernel for ``arch``."""
     import triton
@@ -412,12 +444,8 @@ def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str
     cc = _arch.get(arch).compute_capability
     target = GPUTarget("cuda", cc[0] * 10 + cc[1], 32)
     opts = {"num_warps": int(spec.get("num_warps", 4)), "num_stages": int(spec.get("num_stages", 3))}
-    # Like a real launch of 16-byte-aligned tensors: pointers (and any names in "divisible_by_16") carry
-    # tt.divisibility=16, which is what lets Triton vectorise loads (LDG.128).
-    div16 = spec.get("divisible_by_16")
-    if div16 is None:
-        div16 = [k for k, v in sig.items() if str(v).startswith("*")]
-    attrs = spec.get("attrs") or {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in div16}
+    attrs = spec.get("attrs") or {(fn.arg_names.index(k),): [["tt.divisibility", 16]]
+                                  for k in divisible_by_16(spec)}
     try:
         with _jit_stdlib(fn.fn):
             k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=target, options=opts)
@@ -474,6 +502,10 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
         smem = max(shared, r["smem"])
         name = spec["fn"].__name__ if hasattr(spec["fn"], "__name__") else symbol
         tpb = threads_per_block or int(spec.get("num_warps", 4)) * 32
+        ints = [k for k in divisible_by_16(spec) if not str(spec["signature"][k]).startswith("*")]
+        if spec.get("divisible_by_16") is None and spec.get("args") is None and ints:
+            notes.append(f"compiled as a launch with {', '.join(ints)} multiples of 16 and 16-byte-aligned "
+                         "pointers (Triton specialises on both); pass args={...} for another launch")
     else:
         raise ValueError(f"inspect: unknown kernel kind {kind!r} (expected 'cuda' or 'triton')")
     funcs = split_sass(sass)
@@ -515,7 +547,9 @@ def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = N
 
     ``kernel_or_variant``: a ``workbench.cuda.RawKernel``; ``(path_or_code, name)``; a path/code with ``name=``;
     a Triton ``@triton.jit`` function with ``signature=``, ``constexprs=``, ``num_warps=``, ``num_stages=``;
-    a spec dict; or an object with ``inspect_spec()``. ``threads_per_block`` and ``dynamic_smem`` feed the
+    a spec dict; or an object with ``inspect_spec()`` (keywords such as ``args={"K": 4100}``, one launch's argument
+    values, override its spec: Triton specialises on which are multiples of 16, see :func:`divisible_by_16`).
+    ``threads_per_block`` and ``dynamic_smem`` feed the
     occupancy figures (CUDA C defaults to the kernel's ``__launch_bounds__``, Triton to ``num_warps * 32``).
     A spec's ``"arch": "sm_90a"`` replaces a requested ``sm_90``. Raises ToolchainNotFoundError (saying what to
     install) when nvcc/ptxas are missing.
@@ -530,10 +564,12 @@ def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = N
 
         src = load_source(spec["code"])
         ident = f"{src.path}|{src.text}|{spec.get('name')}|{tuple(spec.get('options') or ())}"
-    else:
+    else:  # everything that changes the compiled kernel, the divisibility hints included
+        attrs = spec.get("attrs")
         ident = (f"{id(spec.get('fn'))}|{sorted((spec.get('signature') or {}).items())}|"
                  f"{sorted((spec.get('constexprs') or {}).items(), key=str)}|{spec.get('num_warps')}|"
-                 f"{spec.get('num_stages')}")
+                 f"{spec.get('num_stages')}|div16={divisible_by_16(spec) if 'signature' in spec else None}|"
+                 f"attrs={sorted(attrs.items(), key=str) if attrs else None}")
     key = hashlib.sha256(f"{ident}|{arch}|{threads_per_block}|{dynamic_smem}".encode()).hexdigest()
     if key not in _cache:
         _cache[key] = _inspect_uncached(spec, str(arch), threads_per_block, int(dynamic_smem))

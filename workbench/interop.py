@@ -2,6 +2,9 @@
 
 gpu mode: ``__cuda_array_interface__`` for numba, DLPack for cupy; cpu mode: numpy views of CPU tensors (the
 Numba simulator, numpy-in-place-of-cupy and the CPU CUDA engine all take numpy arrays).
+
+A CUDA C kernel takes a pointer, not a dtype: ``to_raw`` hands bfloat16 over as its raw 16-bit pattern (an int16
+view) in both modes, so neither numpy (which has no bfloat16) nor cupy's optional ml_dtypes bfloat16 is involved.
 """
 
 from __future__ import annotations
@@ -32,8 +35,11 @@ def to_numba(t: torch.Tensor) -> Any:
     """Return an array numba kernels accept: a device array view in gpu mode, a numpy view in cpu mode."""
     if MODE == "cpu":
         return to_numpy(t)
-    from numba import cuda
+    from workbench._numba import PROBLEM, cuda
+    from workbench.registry import UnsupportedHere
 
+    if PROBLEM:
+        raise UnsupportedHere(PROBLEM)
     return cuda.as_cuda_array(t.detach())
 
 
@@ -46,8 +52,13 @@ def xp() -> Any:
     return cupy
 
 
-def to_cupy(t: torch.Tensor) -> Any:
-    """Return a cupy view (gpu mode, DLPack) or a numpy view (cpu mode) of ``t``."""
+def to_cupy(t: torch.Tensor, as_raw_bits: bool = False) -> Any:
+    """Return a cupy view (gpu mode, DLPack) or a numpy view (cpu mode) of ``t``.
+
+    ``as_raw_bits`` views bfloat16 as int16 first (same bytes), for code that only needs the memory.
+    """
+    if t.dtype == torch.bfloat16 and as_raw_bits:
+        t = t.view(torch.int16)
     if MODE == "cpu":
         return to_numpy(t)
     import cupy
@@ -56,10 +67,8 @@ def to_cupy(t: torch.Tensor) -> Any:
 
 
 def to_raw(t: torch.Tensor) -> Any:
-    """Return what a CUDA C kernel argument wants: a cupy view on a GPU, a numpy view (bf16 as raw bits) on CPU."""
-    if MODE == "cpu":
-        return to_numpy(t, as_raw_bits=True)
-    return to_cupy(t)
+    """Return what a CUDA C kernel argument wants: a cupy view on a GPU, a numpy view on CPU (bf16 as raw bits)."""
+    return to_cupy(t, as_raw_bits=True)
 
 
 def to_torch(a: Any) -> torch.Tensor:

@@ -42,9 +42,86 @@ def nvcc_version() -> str | None:
     return m.group(1).strip() if m else out.strip().splitlines()[-1]
 
 
+def nvrtc_version() -> str | None:
+    """Return the NVRTC version cupy compiles CUDA C with (gpu mode), else the one cuda-bindings finds; or None."""
+    if MODE == "gpu":
+        try:
+            import cupy
+
+            return ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
+        except Exception:  # noqa: BLE001  (no cupy, or no NVRTC library for it)
+            pass
+    try:
+        from cuda.bindings import nvrtc
+
+        err, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}" if int(err) == 0 else None
+    except Exception:  # noqa: BLE001  (no cuda-bindings, or no libnvrtc: pip install nvidia-cuda-nvrtc)
+        return None
+
+
+# The Triton versions whose kernels (every registered Triton variant's inspect spec) were compiled for sm_90 and
+# found to build: the pinned one and the GPU image's (README, "Versions").
+VERIFIED_TRITON = ("3.6.0", "3.7.1")
+
+
+def torch_triton_pin(requires: list[str] | None = None) -> str | None:
+    """Return the triton version torch's wheel pins (``triton==3.6.0`` in its CUDA builds), or None (CPU builds)."""
+    if requires is None:
+        try:
+            requires = md.requires("torch") or []
+        except md.PackageNotFoundError:
+            return None
+    for req in requires:
+        m = re.match(r"^\s*(?:pytorch-)?triton\s*==\s*([^\s;,]+)", req)
+        if m:
+            return m.group(1)
+    return None
+
+
+def triton_guard(triton: str | None = None, torch: str | None = None, pin: str | None = "auto") -> tuple[bool, str]:
+    """Return (ok, one line) on the Triton in use: torch's pin kept, and whether this Triton was verified.
+
+    Not ok when torch pins another triton than the installed one (GPU installs then break or miscompile) or when
+    no Triton is installed. A Triton outside ``VERIFIED_TRITON`` is ok but said to be unverified.
+    """
+    import torch as _torch
+
+    triton = _dist("triton") if triton is None else triton
+    torch = _torch.__version__ if torch is None else torch
+    pin = torch_triton_pin() if pin == "auto" else pin
+    if not triton:
+        return False, f"no triton installed (torch {torch}): the Triton variants cannot run; pip install triton"
+    base = triton.split("+")[0]
+    if pin and pin.split("+")[0] != base:
+        return False, (f"torch {torch} pins triton=={pin} but triton {triton} is installed: keep the two in step "
+                       f"(pip install triton=={pin}), or GPU runs break")
+    kept = f"torch {torch} pins triton=={pin}: in step" if pin else f"torch {torch} pins no triton (a CPU build)"
+    verified = ("verified" if base in VERIFIED_TRITON else
+                f"NOT verified (verified: {', '.join(VERIFIED_TRITON)}); the kernels may not compile")
+    return True, f"triton {triton}, {kept}; the Triton kernels' sm_90 compile is {verified}"
+
+
+def driver_version() -> str | None:
+    """Return the NVIDIA driver version from nvidia-smi, else from /proc/driver/nvidia/version; None without one."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+        if out:
+            return out.splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", f.read())
+            return m.group(1) if m else None
+    except OSError:
+        return None
+
+
 @functools.lru_cache(maxsize=1)
 def versions() -> dict[str, Any]:
-    """Return the versions of python, torch, triton, numba, numba-cuda, cupy, CUDA and the driver."""
+    """Return the versions of python, torch, triton, numba, numba-cuda, cupy, CUDA, nvcc, NVRTC and the driver."""
     import torch
 
     v = {
@@ -56,16 +133,12 @@ def versions() -> dict[str, Any]:
         "cupy": _cupy_version(),
         "cuda": torch.version.cuda,
         "nvcc": nvcc_version(),
+        "nvrtc": nvrtc_version(),
         "driver": None,
         "workbench": _dist("kernel-workbench"),
     }
     if MODE == "gpu":
-        try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=30).stdout.strip()
-            v["driver"] = out.splitlines()[0] if out else None
-        except (OSError, subprocess.SubprocessError):
-            pass
+        v["driver"] = driver_version()
     return v
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 
 import torch
-from numba import cuda, float32
 
 from workbench import MODE, empty_like, register
+from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 
 # cpu mode uses one warp's worth: the simulator runs each CUDA thread as an OS thread, and every barrier waits for
@@ -86,7 +86,8 @@ def _supports(shape: dict) -> str | None:
     return None
 
 
-@register("attention", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=_supports,
+@register("attention", "numba_naive", backend="numba", dtypes=("float32", "float16"),
+          supports=numba_supports(_supports),
           idea="Numba: one block per query row, the score row in shared memory, block max and sum, then P @ V.")
 def numba_naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                 scale: float | None = None) -> torch.Tensor:

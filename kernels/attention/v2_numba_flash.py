@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 
 import torch
-from numba import cuda, float32
 
 from workbench import MODE, empty_like, register
+from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 
 BR = 64 if MODE == "gpu" else 32  # query rows per block = threads per block (the simulator: one OS thread each)
@@ -99,7 +99,8 @@ def _supports(shape: dict) -> str | None:
     return None
 
 
-@register("attention", "numba_flash", backend="numba", dtypes=("float32", "float16"), supports=_supports,
+@register("attention", "numba_flash", backend="numba", dtypes=("float32", "float16"),
+          supports=numba_supports(_supports),
           idea="Numba, FlashAttention-2's loop order: a thread per query row, K/V tiles shared by the block.")
 def numba_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                 scale: float | None = None) -> torch.Tensor:

@@ -8,9 +8,9 @@ when it stores. Under the CUDA simulator (cpu mode) each CUDA thread is an OS th
 from __future__ import annotations
 
 import torch
-from numba import cuda, float32
 
 from workbench import MODE, empty, register
+from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 
 TILE = 16  # 16x16 = 256 threads per block for v1-v3
@@ -45,7 +45,7 @@ def naive_kernel(a, b, c, m, n, k):
         c[row, col] = acc
 
 
-@register("gemm", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=_sim_limit,
+@register("gemm", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_sim_limit),
           idea="One thread per output; threadIdx.x walks rows, so warps read a and write c with stride (uncoalesced).")
 def numba_naive(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
@@ -69,7 +69,8 @@ def coalesced_kernel(a, b, c, m, n, k):
         c[row, col] = acc
 
 
-@register("gemm", "numba_coalesced", backend="numba", dtypes=("float32", "float16"), supports=_sim_limit,
+@register("gemm", "numba_coalesced", backend="numba", dtypes=("float32", "float16"),
+          supports=numba_supports(_sim_limit),
           idea="Swap the thread mapping: threadIdx.x walks columns, so a warp reads 128 contiguous bytes of b.")
 def numba_coalesced(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
@@ -102,7 +103,7 @@ def smem_kernel(a, b, c, m, n, k):
         c[row, col] = acc
 
 
-@register("gemm", "numba_smem", backend="numba", dtypes=("float32", "float16"), supports=_sim_limit,
+@register("gemm", "numba_smem", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_sim_limit),
           idea="16x16 tiles of a and b staged in shared memory: each global load is reused 16 times.")
 def numba_smem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
@@ -157,7 +158,7 @@ def regblock_kernel(a, b, c, m, n, k):
                 c[r, q] = acc[i, j]
 
 
-@register("gemm", "numba_regblock", backend="numba", dtypes=("float32", "float16"), supports=_sim_limit,
+@register("gemm", "numba_regblock", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_sim_limit),
           idea="64x64 block tile, each thread a 4x4 micro-tile in registers: 16 FMAs per 8 shared-memory loads.")
 def numba_regblock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape

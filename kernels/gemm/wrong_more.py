@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from numba import cuda
 
 from workbench import empty, register
+from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba, to_raw
 
 CU = Path(__file__).parent / "cu" / "wrong_gemm.cu"
@@ -61,7 +61,8 @@ def _rows_kernel(a, b, c, m, n, k):
 
 
 @register("gemm", "wrong_floor_grid", backend="numba", dtypes=("float32",), expected_diagnosis="unwritten_rows",
-          supports=lambda s: None if s["M"] * s["N"] * s["K"] <= 64**3 else "simulator: M*N*K <= 64^3 in cpu mode",
+          supports=numba_supports(lambda s: None if s["M"] * s["N"] * s["K"] <= 64**3
+                                         else "simulator: M*N*K <= 64^3 in cpu mode"),
           idea="KNOWN WRONG: launches M // 16 block-rows (floor), so the last M % 16 rows are never written.")
 def wrong_floor_grid(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape

@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 
 import torch
-from numba import cuda, float32, int32
 
 from workbench import MODE, empty_like, register
+from workbench._numba import cuda, float32, int32, numba_supports
 from workbench.interop import to_numba
 
 # cpu mode uses one warp's worth: the simulator runs each CUDA thread as an OS thread and every barrier waits for
@@ -112,7 +112,7 @@ def _supports(shape: dict) -> str | None:
     return None
 
 
-@register("moe", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=_supports,
+@register("moe", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_supports),
           idea="Numba: one block per token routes itself, then matrix-vector products over its top_k experts.")
 def numba_naive(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                 renormalize: bool = True) -> torch.Tensor:

@@ -5,7 +5,6 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <math_constants.h>
-#include <stdint.h>
 
 constexpr int ITEMS = 8;  // 16-byte vectors per lane in registers: 32 x 8 x 16 B = 4 KB per row
 
@@ -103,7 +102,7 @@ __device__ void softmax_rows(const T* __restrict__ x, T* __restrict__ y, int m, 
     int lane = threadIdx.x;
     const T* row = x + (size_t)r * n;
     T* out = y + (size_t)r * n;
-    int head = (int)(((16 - ((uintptr_t)row & 15)) & 15) / sizeof(T));
+    int head = (int)(((16 - ((size_t)row & 15)) & 15) / sizeof(T));
     if (head > n) head = n;
     int nvec = (n - head) / VEC;
     int tail = head + nvec * VEC;

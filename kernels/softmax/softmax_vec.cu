@@ -7,7 +7,6 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <math_constants.h>
-#include <stdint.h>
 
 constexpr int ITEMS = 8;  // 16-byte vectors per thread held in registers (8 x 4 = 32 registers)
 
@@ -127,7 +126,7 @@ __device__ void softmax_vec(const T* __restrict__ x, T* __restrict__ y, int m, i
     constexpr int VEC = 16 / sizeof(T);
     const T* row = x + (size_t)blockIdx.x * n;
     T* out = y + (size_t)blockIdx.x * n;
-    int head = (int)(((16 - ((uintptr_t)row & 15)) & 15) / sizeof(T));  // scalars before the 16-byte boundary
+    int head = (int)(((16 - ((size_t)row & 15)) & 15) / sizeof(T));  // scalars before the 16-byte boundary
     if (head > n) head = n;
     int nvec = (n - head) / VEC;
     int tail = head + nvec * VEC;  // first element of the scalar tail

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import torch
-from numba import cuda, float32
 
 from workbench import MODE, empty_like, register
+from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 
 THREADS = 128  # rows per block
@@ -37,7 +37,8 @@ def cpu_limit(shape: dict) -> str | None:
 
 
 @register("softmax", "numba_three_pass", backend="numba", dtypes=("float32", "float16"),
-          supports=cpu_limit, idea="Numba: one thread per row, three passes (max, sum, write); each load uncoalesced.")
+          supports=numba_supports(cpu_limit),
+          idea="Numba: one thread per row, three passes (max, sum, write); each load uncoalesced.")
 def numba_three_pass(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)

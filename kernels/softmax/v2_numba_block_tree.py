@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import torch
-from numba import cuda, float32
 
 from workbench import MODE, empty_like, register
+from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 
 from .v1_numba_three_pass import cpu_limit
@@ -55,7 +55,7 @@ def softmax_block_tree(x, out, n):
 
 
 @register("softmax", "numba_block_tree", backend="numba", dtypes=("float32", "float16"),
-          supports=cpu_limit,
+          supports=numba_supports(cpu_limit),
           idea="Numba: one block per row, coalesced strided loads, shared-memory tree reductions for max and sum.")
 def numba_block_tree(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape

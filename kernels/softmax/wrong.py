@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import torch
-from numba import cuda
 
 from workbench import empty_like, register
+from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba
 
 ROWS_PER_BLOCK = 8  # one row per thread
@@ -28,7 +28,7 @@ def softmax_rows(x, out, m, n):
 
 
 @register("softmax", "wrong_unwritten_rows", backend="numba", expected_diagnosis="unwritten_rows",
-          dtypes=("float32",),
+          dtypes=("float32",), supports=numba_supports(),
           idea="KNOWN WRONG: launches m // 8 blocks of 8 row-threads (floor), so the last m % 8 rows are skipped.")
 def wrong_unwritten_rows(x: torch.Tensor) -> torch.Tensor:
     out = empty_like(x)

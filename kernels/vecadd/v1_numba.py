@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
-from numba import cuda
 
 from workbench import empty_like, register
+from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba
 
 THREADS = 256  # 8 warps per block
@@ -18,7 +18,7 @@ def add_kernel(x, y, out, n):
         out[i] = x[i] + y[i]
 
 
-@register("vecadd", "numba_grid", backend="numba", dtypes=("float32", "float16"),
+@register("vecadd", "numba_grid", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(),
           idea="One thread per element; ceil(n/256) blocks; `if i < n` masks the partial last block.")
 def numba_grid(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = empty_like(x)

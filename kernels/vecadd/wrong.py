@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from numba import cuda
 
 from workbench import empty_like, register
+from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba
 
 BLOCK = 256
@@ -37,6 +37,7 @@ def add_kernel(x, y, out, n):
 
 
 @register("vecadd", "wrong_dropped_tail", backend="numba", expected_diagnosis="masking", dtypes=("float32",),
+          supports=numba_supports(),
           idea="KNOWN WRONG: launches n // 256 blocks (floor), dropping the partial last block.")
 def wrong_dropped_tail(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = empty_like(x)
