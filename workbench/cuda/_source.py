@@ -118,6 +118,7 @@ class KernelDecl:
     line: int
     params: list[Param] = field(default_factory=list)
     is_definition: bool = True
+    name_span: tuple[int, int] = (0, 0)
 
 
 _GLOBAL = re.compile(r"\b__global__\b")
@@ -177,7 +178,7 @@ def find_kernels(src: str, marker: str = "__global__") -> list[KernelDecl]:
             else:
                 params.append(Param(" ".join(txt.split()), f"#{len(params)}", (s, e)))
         found.append(KernelDecl(name, is_template, masked.count("\n", 0, m.start()) + 1, params,
-                                is_definition=after.startswith("{")))
+                                is_definition=after.startswith("{"), name_span=(im.start(1), im.end(1))))
     return found
 
 
@@ -197,16 +198,21 @@ def _brace_depth(masked: str, pos: int) -> int:
     return masked.count("{", 0, pos) - masked.count("}", 0, pos)
 
 
-def rewrite_for_cpu(src: str, display_name: str, checked: bool) -> str:
+def rewrite_for_cpu(src: str, display_name: str, checked: bool, rename: dict[str, str] | None = None) -> str:
     """Return ``src`` rewritten for the CPU engine; every original line keeps its line number.
 
     * ``asm(...)`` becomes a call that traps with a clear "GPU-only" error if it is ever executed;
     * ``extern __shared__ T name[];`` becomes a pointer to the launch's dynamic shared memory;
+    * kernels named in ``rename`` (names the C library declares: ``write``, ``exp``, ``index``, ...) get the new
+      name where they are declared, so they neither clash with nor bind to the library's function;
     * in checked builds, the pointer parameters of kernels become bounds-checked ``wb::gptr<T>`` and
       ``reinterpret_cast`` becomes ``wb::rcast`` (which keeps the bounds).
     """
     masked = mask_comments_and_strings(src)
     edits: list[tuple[int, int, str]] = []
+    for k in find_kernels(src) if rename else ():
+        if k.name in rename and not k.is_template:
+            edits.append((k.name_span[0], k.name_span[1], rename[k.name]))
     for m in _ASM.finditer(masked):
         edits.append((m.start(), m.end(), "WB_ASM"))
     for m in _EXTERN_SHARED.finditer(masked):

@@ -11,7 +11,7 @@
 namespace wb {
 
 __attribute__((noinline)) static void* oob_hit(int param, int kind, int64_t off, uint64_t size, uint64_t bytes) {
-  wb_report_oob(param, kind, off, size, bytes, nullptr, 0);
+  wb_report_oob(param, kind, off, size, bytes, __builtin_return_address(0));
   if (size <= sizeof(((wb_thread*)nullptr)->scratch)) return wb_self()->scratch;
   static char big[1 << 16] __attribute__((aligned(64)));
   return big;

@@ -49,6 +49,8 @@
 #define __builtin_align__(n) __attribute__((aligned(n)))
 #define __CUDA_ALIGN__(n) __attribute__((aligned(n)))
 #define WB_ASM(...) (wb_trap("inline PTX (asm) cannot run on the CPU engine", __FILE__, __LINE__))
+// Code that runs outside a fiber (called from Python) must not be instrumented in checked builds.
+#define WB_NO_SAN __attribute__((no_sanitize("thread")))
 
 // ------------------------------------------------------------------ vector types
 #define WB_VEC1(T, N, A) \
@@ -456,11 +458,11 @@ struct is_gptr<gptr<T>> : std::true_type {};
 struct sigbuf {
   char s[1024];
   int n = 0;
-  void put(const char* t) {
+  WB_NO_SAN void put(const char* t) {
     while (*t && n < 1000) s[n++] = *t++;
     s[n] = 0;
   }
-  void put_num(unsigned long v) {
+  WB_NO_SAN void put_num(unsigned long v) {
     char t[24];
     snprintf(t, sizeof t, "%lu", v);
     put(t);
@@ -468,7 +470,7 @@ struct sigbuf {
 };
 
 template <class T>
-void put_scalar(sigbuf& b) {
+WB_NO_SAN void put_scalar(sigbuf& b) {
   typedef typename std::remove_cv<T>::type U;
   if (tcode_ext<U>::value) {
     b.put(tcode_ext<U>::value);
@@ -489,7 +491,7 @@ void put_scalar(sigbuf& b) {
   }
 }
 template <class T>
-void put_code(sigbuf& b) {
+WB_NO_SAN void put_code(sigbuf& b) {
   typedef typename std::remove_cv<T>::type U;
   if constexpr (std::is_pointer<U>::value) {
     typedef typename std::remove_pointer<U>::type E;
@@ -504,7 +506,7 @@ void put_code(sigbuf& b) {
   }
 }
 template <class... P>
-const char* signature(void (*)(P...)) {
+WB_NO_SAN const char* signature(void (*)(P...)) {
   static sigbuf b;
   if (b.n == 0) {
     b.put("(");
@@ -544,15 +546,18 @@ struct kernel_entry {
   const char* name;
   const char* (*sig)();
   void (*invoke)(void**);
+  void* fn;  // the kernel function itself (its symbol names its static __shared__ variables)
 };
 template <auto F>
-const char* sig_of() {
+WB_NO_SAN const char* sig_of() {
   return signature(F);
 }
 }  // namespace wb
 
-#define WB_KERNEL(NAME_STR, ...) {NAME_STR, &wb::sig_of<&__VA_ARGS__>, &wb::invoke<&__VA_ARGS__>},
+#define WB_KERNEL(NAME_STR, ...) \
+  {NAME_STR, &wb::sig_of<&__VA_ARGS__>, &wb::invoke<&__VA_ARGS__>, reinterpret_cast<void*>(&__VA_ARGS__)},
 
 #ifdef WB_CHECKED
 #include "wb_checked.h"
+#include "wb_sanitize.h"
 #endif

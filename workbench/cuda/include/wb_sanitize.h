@@ -1,0 +1,151 @@
+// Checked builds only: the memory-access hooks that make racecheck, initcheck and shared-memory memcheck work.
+//
+// A checked module is compiled with -fsanitize=thread but NOT linked against ThreadSanitizer's runtime: the
+// compiler only inserts a call before every load and store (__tsan_read4(addr), __tsan_write8(addr), ...) and
+// turns atomics into __tsan_atomic* calls. This header defines those hooks (hidden, so each module uses its own):
+// an access to the fiber's own stack (locals, the thread record) returns at once; anything else goes to the
+// runtime's wb_san_access with its size, read/write/atomic and the address of the access in the code (for the
+// source line). The runtime decides whether the address is shared memory, a kernel's buffer or neither.
+#pragma once
+
+#define WB_NO_SAN __attribute__((no_sanitize("thread")))
+#define WB_SAN_HOOK extern "C" __attribute__((visibility("hidden"), used, noinline)) WB_NO_SAN
+
+// Set by the runtime for the duration of a checked launch (only fibers run module code then).
+extern "C" __attribute__((visibility("default"))) int wb_san_enabled;
+int wb_san_enabled = 0;
+
+WB_NO_SAN static inline __attribute__((always_inline)) void wb_san_hook(const void* a, uint64_t n, unsigned f,
+                                                                        const void* pc) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if ((((uintptr_t)a) ^ sp) < (uintptr_t)WB_STACK_SIZE) return;  // the fiber's own stack
+  if (!__atomic_load_n(&wb_san_enabled, __ATOMIC_RELAXED)) return;
+  wb_san_access(a, n, f, pc);
+}
+
+#define WB_SAN_RW(N)                                                                                     \
+  WB_SAN_HOOK void __tsan_read##N(void* a) { wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0)); }   \
+  WB_SAN_HOOK void __tsan_write##N(void* a) { wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0)); } \
+  WB_SAN_HOOK void __tsan_unaligned_read##N(void* a) {                                                   \
+    wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                                         \
+  }                                                                                                      \
+  WB_SAN_HOOK void __tsan_unaligned_write##N(void* a) {                                                  \
+    wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0));                                        \
+  }                                                                                                      \
+  WB_SAN_HOOK void __tsan_volatile_read##N(void* a) {                                                    \
+    wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                                         \
+  }                                                                                                      \
+  WB_SAN_HOOK void __tsan_volatile_write##N(void* a) {                                                   \
+    wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0));                                        \
+  }                                                                                                      \
+  WB_SAN_HOOK void __tsan_unaligned_volatile_read##N(void* a) {                                          \
+    wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                                         \
+  }                                                                                                      \
+  WB_SAN_HOOK void __tsan_unaligned_volatile_write##N(void* a) {                                         \
+    wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0));                                        \
+  }
+WB_SAN_RW(1)
+WB_SAN_RW(2)
+WB_SAN_RW(4)
+WB_SAN_RW(8)
+WB_SAN_RW(16)
+
+WB_SAN_HOOK void __tsan_read_range(void* a, unsigned long n) {
+  wb_san_hook(a, n, WB_SAN_READ, __builtin_return_address(0));
+}
+WB_SAN_HOOK void __tsan_write_range(void* a, unsigned long n) {
+  wb_san_hook(a, n, WB_SAN_WRITE, __builtin_return_address(0));
+}
+WB_SAN_HOOK void __tsan_init(void) {}
+WB_SAN_HOOK void __tsan_func_entry(void*) {}
+WB_SAN_HOOK void __tsan_func_exit(void) {}
+WB_SAN_HOOK void __tsan_vptr_update(void**, void*) {}
+WB_SAN_HOOK void __tsan_vptr_read(void**) {}
+WB_SAN_HOOK void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+WB_SAN_HOOK void __tsan_atomic_signal_fence(int) {}
+// clang turns memcpy/memset/memmove into these; gcc calls the C library (see wb::san_copy for our own copies).
+WB_SAN_HOOK void* __tsan_memcpy(void* d, const void* s, unsigned long n) {
+  wb_san_hook(s, n, WB_SAN_READ, __builtin_return_address(0));
+  wb_san_hook(d, n, WB_SAN_WRITE, __builtin_return_address(0));
+  return memcpy(d, s, n);
+}
+WB_SAN_HOOK void* __tsan_memmove(void* d, const void* s, unsigned long n) {
+  wb_san_hook(s, n, WB_SAN_READ, __builtin_return_address(0));
+  wb_san_hook(d, n, WB_SAN_WRITE, __builtin_return_address(0));
+  return memmove(d, s, n);
+}
+WB_SAN_HOOK void* __tsan_memset(void* d, int c, unsigned long n) {
+  wb_san_hook(d, n, WB_SAN_WRITE, __builtin_return_address(0));
+  return memset(d, c, n);
+}
+
+// Atomics: the operation itself, seen as an atomic access (never a race with another atomic; reads count for
+// initcheck, writes initialise).
+#define WB_SAN_RMW (WB_SAN_READ | WB_SAN_WRITE | WB_SAN_ATOMIC)
+#define WB_SAN_ATOMICS(N, T)                                                                                  \
+  WB_SAN_HOOK T __tsan_atomic##N##_load(const volatile T* a, int) {                                          \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_READ | WB_SAN_ATOMIC, __builtin_return_address(0));         \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                              \
+  }                                                                                                           \
+  WB_SAN_HOOK void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                       \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_WRITE | WB_SAN_ATOMIC, __builtin_return_address(0));        \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                 \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                                       \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                       \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                                      \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                        \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                                      \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                        \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                                      \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                        \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                                       \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                         \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                                      \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                        \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int) {                                     \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                       \
+  }                                                                                                           \
+  WB_SAN_HOOK int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {           \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                   \
+  }                                                                                                           \
+  WB_SAN_HOOK int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {             \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                    \
+  }                                                                                                           \
+  WB_SAN_HOOK T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                 \
+    wb_san_hook((const void*)a, sizeof(T), WB_SAN_RMW, __builtin_return_address(0));                          \
+    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                         \
+    return c;                                                                                                 \
+  }
+WB_SAN_ATOMICS(8, uint8_t)
+WB_SAN_ATOMICS(16, uint16_t)
+WB_SAN_ATOMICS(32, uint32_t)
+WB_SAN_ATOMICS(64, uint64_t)
+
+namespace wb {
+// A copy the hooks see even where the compiler calls the C library's memcpy (which is not instrumented).
+WB_NO_SAN __attribute__((noinline)) static void san_copy(void* d, const void* s, size_t n) {
+  wb_san_hook(s, n, WB_SAN_READ, __builtin_return_address(0));
+  wb_san_hook(d, n, WB_SAN_WRITE, __builtin_return_address(0));
+  std::memcpy(d, s, n);
+}
+WB_NO_SAN __attribute__((noinline)) static void san_zero(void* d, size_t n) {
+  wb_san_hook(d, n, WB_SAN_WRITE, __builtin_return_address(0));
+  std::memset(d, 0, n);
+}
+}  // namespace wb
