@@ -40,7 +40,6 @@ import os
 import re
 import sys
 import threading
-from _thread import get_ident
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -154,7 +153,9 @@ def _params(fn: Any) -> list[str]:
 def _expectations(kmod: Any, api: Any) -> list[tuple[str, Callable[[], bool]]]:
     """List what the hooks rely on in the simulator, each with a test that it is still so."""
     k, bm, bt = kmod.FakeCUDAKernel, kmod.BlockManager, kmod.BlockThread
-    sh, lo, at, mod = api.FakeCUDAShared, api.FakeCUDALocal, api.FakeCUDAAtomic, api.FakeCUDAModule
+    at, mod = api.FakeCUDAAtomic, api.FakeCUDAModule
+    sh = getattr(api.FakeCUDAShared, "_wb_original", api.FakeCUDAShared)  # the simulator's own, once patched
+    lo = getattr(api.FakeCUDALocal, "_wb_original", api.FakeCUDALocal)
     exp = [
         ("FakeCUDAKernel.__call__(self, *args)", lambda: _params(k.__call__) == ["self", "*args"]),
         ("FakeCUDAKernel sets fn, _device, grid_dim, block_dim",
@@ -233,6 +234,8 @@ def _patch_memory(kmod: Any, api: Any) -> None:
     class PoisonedShared(api.FakeCUDAShared):
         """Shared arrays per call site (``code``, instruction offset), poisoned, fresh for every block."""
 
+        _wb_original = api.FakeCUDAShared
+
         def __init__(self, dynshared_size: int) -> None:
             super().__init__(dynshared_size)
             self._wb_lock = threading.Lock()
@@ -262,6 +265,8 @@ def _patch_memory(kmod: Any, api: Any) -> None:
 
     class PoisonedLocal(api.FakeCUDALocal):
         """Local arrays start poisoned (a GPU's registers and local memory hold garbage)."""
+
+        _wb_original = api.FakeCUDALocal
 
         def array(self, shape: Any, dtype: Any, alignment: Any = None) -> Any:
             if alignment is not None:
@@ -537,6 +542,7 @@ def _array_name(frame: Any, fallback: str) -> str:
 READ, WRITE, ATOMIC = 0, 1, 2
 # A logged access (per thread, per epoch, in program order): (address, kind, meta, index, code, instruction offset).
 _ADDR, _KIND, _META, _IDX, _CODE, _LASTI = range(6)
+_RANK = {"shared": 0, "global": 1, "local": 2}  # shared-memory findings first: usually the root cause
 # An access placed in the launch: (block number, thread number, ordinal in the thread's epoch log, logged access).
 _BLK, _TID, _ORD, _ENT = range(4)
 
@@ -590,7 +596,7 @@ class _Session:
         self.pending: dict[int, list] = {}  # epoch -> [(thread number, its log)] of the current block
         self.analyzed = 0  # the next epoch of the current block to analyse
         self.wep: dict[int, int] = {}  # shared address -> epoch of its first write (current block)
-        self.tstate: dict[int, list] = {}  # thread ident -> [epoch, its log for that epoch, thread number]
+        self.local = threading.local()  # .ts: [epoch, its log for that epoch, thread number] of each thread
         self.glob: dict[int, list] = {}  # global address -> [first write, first read, cross-block hazard]
         self.metas: dict[Any, _Meta] = {}
         self.args: list[Any] | None = None
@@ -621,7 +627,7 @@ class _Session:
         self.block += 1
         self.blocks.append(tuple(int(g) for g in grid_point))
         self.block_dim = tuple(int(b) for b in block_dim)
-        self.pending, self.analyzed, self.wep, self.tstate = {}, 0, {}, {}
+        self.pending, self.analyzed, self.wep = {}, 0, {}
 
     def end_block(self) -> None:
         for ep in sorted(self.pending):
@@ -630,7 +636,7 @@ class _Session:
     # -- the hot path: append to the running thread's own log (no lock)
     def log(self, meta: _Meta, addr: int, idx: Any, kind: int, frame: Any) -> None:
         """Record one shared/global element access of the running thread, in its log for the current epoch."""
-        ts = self.tstate.get(get_ident())
+        ts = getattr(self.local, "ts", None)
         if ts is None:
             ts = self._thread_state()
         lg = ts[1]
@@ -641,12 +647,12 @@ class _Session:
 
     def _thread_state(self) -> list:
         t = threading.current_thread()
-        ts = self.tstate[get_ident()] = [t._wb_epoch, None, t.thread_id]  # epoch, its log, thread number
+        ts = self.local.ts = [t._wb_epoch, None, t.thread_id]  # (threads are new per block: a fresh local each)
         return ts
 
     def barrier(self, ep: int) -> None:
         """The running thread passed barrier ``ep``: start its next log, and analyse epoch ``ep`` if first through."""
-        ts = self.tstate.get(get_ident())
+        ts = getattr(self.local, "ts", None)
         if ts is not None:
             ts[0], ts[1] = ep + 1, None
         self.barrier_passed(ep)
@@ -730,36 +736,41 @@ class _Session:
                 return
             hazard = "RAW" if w1[_ORD] <= r[_ORD] else "WAR"
             pair = [w1, r] if hazard == "RAW" else [r, w1]
-        self._race(hazard, pair[0], pair[1], "barrier", ep)
+        self._race(hazard, pair[0], pair[1], "block", ep)
 
     # -- findings
-    def _race(self, hazard: str, first: tuple, second: tuple, kind: str, ep: int) -> None:
+    def _race(self, hazard: str, first: tuple, second: tuple, scope: str, ep: int) -> None:
         e = first[_ENT]
         meta = e[_META]
-        rec = {"hazard": hazard, "space": meta.space, "array": meta.name, "index": _as_tuple(e[_IDX]), "kind": kind,
-               "accesses": (self._who(first), self._who(second))}
-        a, b = rec["accesses"]
-        group = (hazard, meta.space, meta.name, kind, a["file"], a["line"], b["file"], b["line"])
-        self.races.add((meta.space, meta.name, rec["index"], first[_BLK], ep), group, rec)
+        rec = {"tool": "racecheck", "kernel": self.fn.__name__, "hazard": hazard, "space": meta.space,
+               "array": meta.name, "index": _as_tuple(e[_IDX]), "scope": scope,
+               "first": self._who(first), "second": self._who(second)}
+        a, b = rec["first"], rec["second"]
+        group = (hazard, meta.space, meta.name, scope, a["file"], a["line"], b["file"], b["line"])
+        self.races.add((_RANK[meta.space], meta.name, rec["index"], first[_BLK], ep), group, rec)
 
     def _uninit(self, ep: int, acc: tuple) -> None:
         e = acc[_ENT]
         meta = e[_META]
-        rec = {"space": meta.space, "array": meta.name, "index": _as_tuple(e[_IDX])}
-        rec.update(self._who(acc))
+        rec = {"tool": "initcheck", "kernel": self.fn.__name__, "space": meta.space, "array": meta.name,
+               "index": _as_tuple(e[_IDX]), "kind": "read"}
+        who = self._who(acc)
+        rec.update(block=who["block"], thread=who["thread"], file=who["file"], line=who["line"])
         key = (meta.space, meta.name, rec["index"], acc[_BLK], ep, acc[_TID], acc[_ORD])
         self.uninit.add(key, (meta.space, meta.name, rec["file"], rec["line"]), rec)
 
     def out_of_bounds(self, meta: _Meta, idx: tuple, shape: tuple, write: bool, frame: Any) -> None:
         """Record an index outside ``shape`` (the access is dropped); stop the launch after ``_MAX_OOB`` of them."""
         t = threading.current_thread()
-        rec = {"space": meta.space, "array": meta.name, "index": idx, "shape": tuple(shape),
+        rec = {"tool": "memcheck", "kernel": self.fn.__name__, "space": meta.space, "array": meta.name,
+               "index": idx, "shape": tuple(shape), "kind": "write" if write else "read",
                "block": self.blocks[self.block] if self.blocks else (0, 0, 0), "thread": tuple(t.threadIdx),
-               "file": frame.f_code.co_filename, "line": frame.f_lineno, "access": "write" if write else "read"}
+               "file": frame.f_code.co_filename, "line": frame.f_lineno}
         neg = any(i < 0 for i in idx)
-        group = (meta.space, meta.name, rec["access"], frame.f_code, frame.f_lineno, neg)
+        group = (meta.space, meta.name, rec["kind"], frame.f_code, frame.f_lineno, neg)
         with self.lock:
-            self.oob.add((self.block, t.thread_id, frame.f_lineno, meta.space, meta.name, idx), group, rec)
+            key = (self.block, t.thread_id, frame.f_lineno, frame.f_lasti, _RANK[meta.space], meta.name, idx)
+            self.oob.add(key, group, rec)
             too_many = self.oob.total >= _MAX_OOB
         if too_many:
             raise _Abort(f"stopped after {_MAX_OOB} out-of-bounds accesses")
@@ -771,7 +782,8 @@ class _Session:
     def _who(self, acc: tuple) -> dict:
         e = acc[_ENT]
         return {"block": self.blocks[acc[_BLK]], "thread": self._thread(acc[_TID]), "file": e[_CODE].co_filename,
-                "line": _lineno(e[_CODE], e[_LASTI]), "access": ("read", "write", "atomic")[e[_KIND]]}
+                "line": _lineno(e[_CODE], e[_LASTI]), "access": ("read", "write", "atomic")[e[_KIND]],
+                "warp": acc[_TID] // 32}
 
     # -- the verdict
     def finish(self) -> None:
@@ -779,30 +791,39 @@ class _Session:
         for g in self.glob.values():
             if g[2] is not None:
                 hazard, first, second = g[2]
-                self._race(hazard, first, second, "blocks", sys.maxsize)
+                self._race(hazard, first, second, "grid", sys.maxsize)
+        for tool in ("memcheck", "racecheck", "initcheck"):
+            if self._tools[tool][0].total:
+                raise self._error(tool)
+
+    def _error(self, tool: str, note: str = "") -> Exception:
+        """Return the error of ``tool``, carrying its records and, as ``reports``, every tool's (the CPU engine's
+        convention: ``{tool: (records, total)}``)."""
         from workbench.cuda.errors import MemcheckError, RaceError, UninitializedError
 
-        for coll, cls, fmt in ((self.oob, MemcheckError, _fmt_oob), (self.races, RaceError, _fmt_race),
-                               (self.uninit, UninitializedError, _fmt_uninit)):
-            if coll.total:
-                raise cls(self._message(cls.tool, coll, fmt), coll.records(), coll.total)
+        cls = {"memcheck": MemcheckError, "racecheck": RaceError, "initcheck": UninitializedError}[tool]
+        coll, fmt = self._tools[tool]
+        err = cls(self._message(tool, coll, fmt) + note, coll.records(), coll.total)
+        err.reports = {t: (c.records(), c.total) for t, (c, _) in self._tools.items()}  # type: ignore[attr-defined]
+        return err
+
+    @property
+    def _tools(self) -> dict[str, tuple[_Collector, Callable[[dict], str]]]:
+        return {"memcheck": (self.oob, _fmt_oob), "racecheck": (self.races, _fmt_race),
+                "initcheck": (self.uninit, _fmt_uninit)}
 
     def raise_if_memcheck(self, exc: BaseException) -> None:
         """A kernel that failed after an out-of-bounds access: report the access (the likely cause) instead."""
         if self.oob.total:
-            from workbench.cuda.errors import MemcheckError
-
-            msg = self._message("memcheck", self.oob, _fmt_oob)
-            raise MemcheckError(f"{msg}\n  then the kernel raised {type(exc).__name__}: {exc}",
-                                self.oob.records(), self.oob.total) from exc
+            raise self._error("memcheck", f"\n  then the kernel raised {type(exc).__name__}: {exc}") from exc
 
     def _message(self, tool: str, coll: _Collector, fmt: Callable[[dict], str]) -> str:
         code = self.fn.__code__
         what = {"memcheck": ("out-of-bounds access", "out-of-bounds accesses"),
                 "racecheck": ("race hazard", "race hazards"),
                 "initcheck": ("read of uninitialized shared memory", "reads of uninitialized shared memory")}[tool]
-        lines = [f"{tool}: kernel '{self.fn.__name__}' ({_short(code.co_filename)}:{code.co_firstlineno}): "
-                 f"{coll.total} {what[coll.total != 1]}"]
+        lines = [f"checked launch of kernel '{self.fn.__name__}' ({_short(code.co_filename)}:{code.co_firstlineno}, "
+                 f"Numba simulator): {coll.total} {what[coll.total != 1]} ({tool})"]
         groups = coll.summary()
         for n, r in groups[:8]:
             lines.append(f"  {fmt(r)}" + (f" [and {n - 1} more like it]" if n > 1 else ""))
@@ -854,7 +875,7 @@ def _fmt_oob(r: dict) -> str:
     neg = any(i < 0 for i in r["index"])
     why = "a negative index (numpy would wrap it; a GPU reads before the array)" if neg else \
         f"outside its shape {tuple(r['shape'])}"
-    return (f"invalid {r['space']} {r['access']} at {_at(r)}: {_idx(r)} is {why} "
+    return (f"invalid {r['space']} {r['kind']} at {_at(r)}: {_idx(r)} is {why} "
             f"(thread {r['thread']} of block {r['block']})")
 
 
@@ -864,9 +885,9 @@ _HINTS = {"WAW": "two threads store to one element: a missing atomic, or a barri
 
 
 def _fmt_race(r: dict) -> str:
-    a, b = r["accesses"]
+    a, b = r["first"], r["second"]
     verb = {"read": "reads", "write": "writes"}
-    if r["kind"] == "barrier":
+    if r["scope"] == "block":
         who_a, who_b = f"thread {a['thread']}", f"thread {b['thread']}"
         when = f"in block {a['block']} with no barrier between them ({_HINTS[r['hazard']]})"
     else:
