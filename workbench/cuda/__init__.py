@@ -17,12 +17,12 @@ Records of a checked launch's error (``err.records``, dicts):
 
 * memcheck: tool, kind ('read'|'write'|'access'|'misaligned access'), space ('global'|'shared'), param and
   param_index (global), window ('static'|'dynamic') and variable (shared), offset, size, buffer_bytes, block,
-  thread, line, file, function, kernel;
+  thread, line, file, kernel;
 * racecheck: tool, hazard ('RAW'|'WAR'|'WAW'), space, offset, size, param/param_index (global) or
   window/variable/variable_offset (shared), block, thread, line, file (the later access), count, and
-  first/second: {block, thread, warp, line, file, function, access ('read'|'write')};
+  first/second: {block, thread, warp, line, file, access ('read'|'write')};
 * initcheck: tool, space ('shared'), window, variable, variable_offset, offset, size, block, thread, line,
-  file, function, count.
+  file, count.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Kernel modules are built with hidden visibility and -Bsymbolic (a kernel named `
 kernel, never the C library's function), and kernels named like something the C/C++ headers declare (``exp``,
 ``div``, ``index``, ...) are renamed where they are declared. Checked builds are compiled with
 -fsanitize=thread and -g but linked without ThreadSanitizer's runtime (wb_sanitize.h defines the hooks) and
-between two 64 KiB TLS redzones, so that out-of-bounds static shared-memory accesses land in mapped memory.
+between two 64 KiB TLS redzones, so that out-of-bounds static shared-memory accesses land in mapped memory; a
+checked launch runs on copies of its buffers with a redzone on each side (copied back afterwards), for the
+same reason.
 """
 
 from __future__ import annotations
@@ -149,8 +151,10 @@ class _Desc(ctypes.Structure):  # wb_launch_desc in runtime/wb_runtime.cpp
                 ("checked", ctypes.c_int), ("dl_handle", ctypes.c_void_p), ("tls_probe", ctypes.c_void_p),
                 ("tls_bytes", ctypes.c_uint64), ("text_lo", ctypes.c_uint64), ("text_hi", ctypes.c_uint64),
                 ("module_base", ctypes.c_uint64), ("san_enabled", ctypes.c_void_p), ("static_lo", ctypes.c_uint64),
-                ("static_bytes", ctypes.c_uint64), ("redzone", ctypes.c_uint64), ("nbuf", ctypes.c_int),
+                ("static_bytes", ctypes.c_uint64), ("redzone", ctypes.c_uint64), ("nguard", ctypes.c_int),
+                ("guard", ctypes.c_void_p), ("nbuf", ctypes.c_int),
                 ("buf_ptr", ctypes.c_void_p), ("buf_bytes", ctypes.c_void_p), ("buf_param", ctypes.c_void_p),
+                ("buf_slot", ctypes.c_void_p),
                 ("time_limit", ctypes.c_double), ("size_guard", ctypes.c_double), ("errbuf", ctypes.c_void_p),
                 ("errlen", ctypes.c_uint64), ("records", ctypes.c_void_p), ("record_cap", ctypes.c_int),
                 ("nrecords", ctypes.c_int), ("totals", ctypes.c_long * 3), ("elapsed", ctypes.c_double),
@@ -253,15 +257,13 @@ def _redzone_objects(cxx: str) -> tuple[Path, Path]:
 
 
 def _sanitize_flags(cxx: str) -> list[str]:
-    """Return the compile flags of a checked build: debug lines and the -fsanitize=thread instrumentation only."""
+    """Return the compile flags of a checked build: debug lines, -fsanitize=thread and alignment instrumentation.
+
+    -fno-tree-sra keeps a float4 load one 16-byte access (as on a GPU) instead of four 4-byte ones.
+    """
     if "clang" in _cxx_id(cxx).lower():
-        return ["-g", "-fsanitize=thread", "-mllvm", "-tsan-instrument-func-entry-exit=0"]
-    return ["-g", "-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
-
-
-def _internal_tls(name: str) -> bool:
-    """Return whether a TLS symbol is the engine's own (the probe's anchor, the redzones), not shared memory."""
-    return "wb_tls_anchor" in name or name.startswith("wb_rz_")
+        return ["-g", "-fno-tree-sra", "-fsanitize=thread,alignment", "-mllvm", "-tsan-instrument-func-entry-exit=0"]
+    return ["-g", "-fno-tree-sra", "-fsanitize=thread,alignment", "--param=tsan-instrument-func-entry-exit=0"]
 
 
 class CpuModule:
@@ -371,7 +373,7 @@ class CpuModule:
         self.base = int(runtime().wb_module_base(lib._handle))
         if self.checked:  # the static shared memory: from the first user variable to the end of the last one
             front = self.image.tls_symbol("wb_rz_front")
-            user = [t for t in self.image.tls if t.size and not _internal_tls(t.name)]
+            user = [t for t in self.image.tls if t.size and not t.name.startswith("wb_rz_")]  # guards too
             lo = min((t.value for t in user), default=front.value + front.size if front else 0)
             self.static_window = (lo, max((t.value + t.size for t in user), default=lo) - lo)
         table = ctypes.cast(lib.wb_kernels, ctypes.POINTER(_Entry))
@@ -387,7 +389,10 @@ class CpuModule:
             base = name.split("<")[0].strip()
             decl = next((d for d in self.decls if d.name == base and len(d.params) == len(codes)), None)
             params = decl.params if decl else [_source.Param("?", f"#{j}", (0, 0)) for j in range(len(codes))]
-            kernels[name] = KernelInfo(name, codes, invoke, params, self._static_smem(fn, prefixes))
+            static = self._static_smem(fn, prefixes)
+            if static > self.arch.default_smem_per_block:  # maybe helpers' variables this kernel never uses
+                static = self._exact_static_smem(so, self.image.funcs.get(fn, ""), static)
+            kernels[name] = KernelInfo(name, codes, invoke, params, static)
         for k in kernels.values():
             msg = _limits.check_static_smem(k.name, k.static_smem, self.arch)
             if msg:
@@ -395,12 +400,43 @@ class CpuModule:
         self.kernels = kernels
         self._lib = lib
 
+    def _exact_static_smem(self, so: Path, symbol: str, estimate: int) -> int:
+        """Return the static shared bytes the kernel ``symbol`` reaches: link its object alone, with --gc-sections.
+
+        The estimate of :meth:`_static_smem` counts every helper's ``__shared__`` variables for every kernel; when
+        that is over the limit, this link (cached next to the module) tells what the kernel really uses.
+        """
+        obj, memo = so.with_suffix(".o"), so.with_suffix(".smem.json")
+        try:
+            known = json.loads(memo.read_text())
+        except (OSError, ValueError):
+            known = {}
+        if symbol in known:
+            return int(known[symbol])
+        if not symbol or not obj.exists():
+            return estimate
+        with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="smem-") as td:
+            vs = Path(td) / "local.map"
+            vs.write_text("{ local: *; };\n")
+            out = Path(td) / "one.so"
+            r = _run_compiler([find_cxx(), "-shared", "-Wl,--gc-sections", f"-Wl,--undefined={symbol}",
+                               f"-Wl,--version-script={vs}", str(obj), "-o", str(out)], self.source.display_name)
+            if r.returncode != 0:
+                return estimate
+            img = _elf.read_module(out)
+        exact = sum(t.size for t in img.tls if not _elf.is_internal_tls(t.name))
+        known[symbol] = exact
+        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known))
+        os.replace(tmp, memo)
+        return exact
+
     def _static_smem(self, fn_offset: int, kernel_prefixes: set) -> int:
         """Return the static shared bytes of the kernel at ``fn_offset``: its own plus helpers' and file-scope."""
         own = self.image.static_prefix(fn_offset) if self.image else None
         total = 0
         for s in self.image.tls if self.image else ():
-            if _internal_tls(s.name):
+            if _elf.is_internal_tls(s.name):
                 continue
             if own and s.name.startswith(own):
                 total += s.size
@@ -415,21 +451,23 @@ class CpuModule:
             cpp.write_text(tu)
             dep = Path(td) / "kernel.d"
             out = Path(td) / "kernel.so"
-            common = [cxx, *CXXFLAGS, "-I", str(INCLUDE_DIR), *flags, "-MD", "-MF", str(dep)]
-            if self.checked:  # instrument, then link between the redzones without ThreadSanitizer's runtime
-                obj = Path(td) / "kernel.o"
-                self._check_compile(_run_compiler([*common, *_sanitize_flags(cxx), "-c", str(cpp), "-o", str(obj)],
-                                                  self.source.display_name), cpp)
-                front, back = _redzone_objects(cxx)
-                self._check_compile(_run_compiler([cxx, *LDFLAGS, str(front), str(obj), str(back), "-o", str(out)],
-                                                  self.source.display_name), cpp)
-            else:
-                self._check_compile(_run_compiler([*common, *LDFLAGS, str(cpp), "-o", str(out)],
-                                                  self.source.display_name), cpp)
+            obj = Path(td) / "kernel.o"
+            # One section per function and variable: a link rooted at one kernel (see _exact_static_smem) keeps
+            # only the __shared__ variables that kernel reaches.
+            cmd = [cxx, *CXXFLAGS, "-ffunction-sections", "-fdata-sections", "-I", str(INCLUDE_DIR), *flags,
+                   "-MD", "-MF", str(dep), *(_sanitize_flags(cxx) if self.checked else []), "-c", str(cpp),
+                   "-o", str(obj)]
+            self._check_compile(_run_compiler(cmd, self.source.display_name), cpp)
+            # checked: link between the redzones, without ThreadSanitizer's runtime (wb_sanitize.h has the hooks)
+            objs = [str(_redzone_objects(cxx)[0]), str(obj), str(_redzone_objects(cxx)[1])] if self.checked \
+                else [str(obj)]
+            self._check_compile(_run_compiler([cxx, *LDFLAGS, *objs, "-o", str(out)], self.source.display_name),
+                                cpp)
             deps = {p: _file_hash(p) for p in _parse_deps(dep.read_text() if dep.exists() else "", cpp)}
             # The file name carries the state of the user headers too: a rebuilt module gets a new name, so that
             # dlopen (which returns an already-loaded library for a known path) loads the new code.
             so = cache_dir() / f"k-{key}-{_hash(json.dumps(deps, sort_keys=True))[:12]}.so"
+            os.replace(obj, so.with_suffix(".o"))
             os.replace(out, so)
             tmp_meta = cache_dir() / f"k-{key}.json.{os.getpid()}.tmp"
             tmp_meta.write_text(json.dumps({"so": so.name, "deps": deps}))
@@ -568,8 +606,8 @@ def _describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:120]
 
 
-def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, int, int]]]:
-    """Return (void** array, keep-alive list, [(pointer, bytes, parameter index)]) for ``args``.
+def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, int, int, int]]]:
+    """Return (void** array, keep-alive list, [(pointer, bytes, parameter index, address of the pointer)]).
 
     Raises KernelArgumentError for arguments that do not match the kernel's parameters.
     """
@@ -581,7 +619,7 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], 
         raise KernelArgumentError(
             f"kernel {info.name!r} takes {n} argument{'s' if n != 1 else ''} ({sig}) but {len(args)} were given")
     keep: list[Any] = []
-    bufs: list[tuple[int, int, int]] = []
+    bufs: list[tuple[int, int, int, int]] = []
     arr = (ctypes.c_void_p * max(n, 1))()
     for i, (code, a) in enumerate(zip(info.codes, args, strict=True)):
         p = info.params[i]
@@ -590,7 +628,7 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], 
             rec = _PtrArg()
             rec.ptr, rec.bytes = _pointer(where, code, a, keep)
             if rec.ptr and rec.bytes:
-                bufs.append((rec.ptr, rec.bytes, i))
+                bufs.append((rec.ptr, rec.bytes, i, ctypes.addressof(rec) + _PtrArg.ptr.offset))
         else:
             rec = _scalar(where, code, a)
         keep.append(rec)
@@ -721,7 +759,7 @@ def _check_config(info: KernelInfo, module: CpuModule, g: tuple, b: tuple, share
 
 
 def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, shared_mem: int, arr: Any,
-                     bufs: list[tuple[int, int, int]], keep: list) -> _Desc:
+                     bufs: list[tuple[int, int, int, int]], keep: list) -> _Desc:
     """Return the runtime's launch description (arrays it points to are appended to ``keep``)."""
     d = _Desc()
     d.invoke = info.invoke
@@ -742,12 +780,21 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
         d.san_enabled = ctypes.addressof(ctypes.c_int.in_dll(lib, "wb_san_enabled"))
         d.static_lo, d.static_bytes = module.static_window
         d.redzone = REDZONE
-        ptrs = (ctypes.c_uint64 * max(len(bufs), 1))(*(p for p, _, _ in bufs))
-        sizes = (ctypes.c_uint64 * max(len(bufs), 1))(*(n for _, n, _ in bufs))
-        params = (ctypes.c_int * max(len(bufs), 1))(*(i for _, _, i in bufs))
-        keep += [ptrs, sizes, params]
+        guards = [(t.value - module.static_window[0], t.size) for t in (img.tls if img else ())
+                  if t.name.startswith("_ZGV") and t.size]
+        garr = (ctypes.c_uint64 * max(2 * len(guards), 1))(*(v for g in guards for v in g))
+        keep.append(garr)
+        d.nguard = len(guards)
+        d.guard = ctypes.cast(garr, ctypes.c_void_p)
+        n = max(len(bufs), 1)
+        ptrs = (ctypes.c_uint64 * n)(*(b[0] for b in bufs))
+        sizes = (ctypes.c_uint64 * n)(*(b[1] for b in bufs))
+        params = (ctypes.c_int * n)(*(b[2] for b in bufs))
+        slots = (ctypes.c_uint64 * n)(*(b[3] for b in bufs))
+        keep += [ptrs, sizes, params, slots]
         d.nbuf = len(bufs)
-        d.buf_ptr, d.buf_bytes, d.buf_param = (ctypes.cast(x, ctypes.c_void_p) for x in (ptrs, sizes, params))
+        d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot = (ctypes.cast(x, ctypes.c_void_p)
+                                                           for x in (ptrs, sizes, params, slots))
     d.time_limit = _limits.time_limit() or 0.0
     d.size_guard = _limits.size_guard() or 0.0
     err = ctypes.create_string_buffer(4096)

@@ -48,6 +48,11 @@ class ModuleImage:
         return "_ZZ" + name[2:] + "E" if name.startswith("_Z") else f"_ZZ{len(name)}{name}E"
 
 
+def is_internal_tls(name: str) -> bool:
+    """Return whether a TLS symbol is not shared memory: the probe's anchor, the redzones, C++ guard variables."""
+    return "wb_tls_anchor" in name or name.startswith(("wb_rz_", "_ZGV"))
+
+
 def _read_symbols(data: bytes, shoff: int, shentsize: int, shnum: int) -> tuple[list[Symbol], dict[int, str]]:
     tls: list[Symbol] = []
     funcs: dict[int, str] = {}

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from workbench.cuda._elf import is_internal_tls
 from workbench.cuda.errors import MemcheckError, RaceError, SanitizerError, UninitializedError
 
 TOOLS = ("memcheck", "racecheck", "initcheck")
@@ -40,7 +41,10 @@ def _addr2line() -> str | None:
 
 
 def _pick_frame(frames: list[tuple[str, str]]) -> tuple[str | None, int | None, str | None]:
-    """Return (file, line, function) of the innermost frame in the user's code (not the engine's headers)."""
+    """Return (file, line, function) of the innermost frame in the user's code (not the engine's headers).
+
+    The function is what addr2line names, which for inlined kernels can be the engine's wrapper: not reported.
+    """
     good = [(fn, loc) for fn, loc in frames if not loc.startswith("??")]
     user = [(fn, loc) for fn, loc in good if not loc.startswith(_INCLUDE_DIR)]
     for fn, loc in user or good:
@@ -100,24 +104,26 @@ def _where(r: Any, prefix: str = "") -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(getattr(r, prefix + "block")), tuple(getattr(r, prefix + "thread"))
 
 
-def _variable(module: Any, space: int, offset: int) -> tuple[str | None, int | None]:
-    """Return (variable, offset in it) for a shared-memory offset, when it falls inside a known variable."""
+def _variable(module: Any, space: int, offset: int, nearest: bool = False) -> tuple[str | None, int | None,
+                                                                                 int | None]:
+    """Return (variable, offset in it, its bytes) for a shared-memory offset.
+
+    Static shared memory: the ``__shared__`` variable holding the byte, or with ``nearest`` (an out-of-bounds
+    access) the one just before it (or the first one). Dynamic: the ``extern __shared__`` name and the window.
+    """
     if space == 2:
         names = module.extern_shared_names
-        return (names[0] if len(names) == 1 else "extern __shared__"), offset
+        return (names[0] if len(names) == 1 else "extern __shared__"), offset, None
     tls_off = module.static_window[0] + offset
-    for s in module.image.tls if module.image else ():
-        if s.size and s.value <= tls_off < s.value + s.size:
-            return demangle(s.name).split("::")[-1], tls_off - s.value
-    return None, None
-
-
-def _variable_bytes(module: Any, space: int, offset: int) -> int | None:
-    if space == 2:
-        return None
-    tls_off = module.static_window[0] + offset
-    return next((s.size for s in (module.image.tls if module.image else ()) if s.size and
-                 s.value <= tls_off < s.value + s.size), None)
+    vs = sorted((s for s in (module.image.tls if module.image else ()) if s.size and not is_internal_tls(s.name)),
+                key=lambda s: s.value)
+    hit = next((s for s in vs if s.value <= tls_off < s.value + s.size), None)
+    if hit is None and nearest and vs:
+        before = [s for s in vs if s.value + s.size <= tls_off]
+        hit = before[-1] if before else vs[0]
+    if hit is None:
+        return None, None, None
+    return demangle(hit.name).split("::")[-1], tls_off - hit.value, hit.size
 
 
 def _warp(thread: tuple[int, ...], bdim: tuple[int, int, int]) -> int:
@@ -128,10 +134,10 @@ def record_dict(r: Any, module: Any, info: Any, lines: dict, bdim: tuple[int, in
     """Return one runtime record as a dict with stable keys (see the module docstring of workbench.cuda)."""
     tool = TOOLS[r.tool]
     block, thread = _where(r)
-    file, line, function = lines.get(r.pc, (None, None, None))
+    file, line, _ = lines.get(r.pc, (None, None, None))
     d: dict[str, Any] = {"tool": tool, "space": _SPACES.get(r.space, "global"), "offset": int(r.offset),
                          "size": int(r.size), "block": block, "thread": thread, "line": line, "file": file,
-                         "function": function, "kernel": info.name}
+                         "kernel": info.name}
     if r.space == 0:
         idx = int(r.param)
         d["param_index"] = idx
@@ -140,18 +146,18 @@ def record_dict(r: Any, module: Any, info: Any, lines: dict, bdim: tuple[int, in
     else:
         d["window"] = "static" if r.space == 1 else "dynamic"
         d["buffer_bytes"] = int(r.window)
-        d["variable"], d["variable_offset"] = _variable(module, r.space, int(r.offset))
-        d["variable_bytes"] = _variable_bytes(module, r.space, int(r.offset)) if d["variable"] else None
+        d["variable"], d["variable_offset"], d["variable_bytes"] = _variable(module, r.space, int(r.offset),
+                                                                             nearest=tool == "memcheck")
     if tool == "memcheck":
         d["kind"] = _KINDS.get(r.kind, "access")
     elif tool == "racecheck":
         d["hazard"] = _HAZARDS.get(r.kind, "RAW")
-        pfile, pline, pfunction = lines.get(r.prev_pc, (None, None, None))
+        pfile, pline, _ = lines.get(r.prev_pc, (None, None, None))
         pblock, pthread = _where(r, "prev_")
         d["first"] = {"block": pblock, "thread": pthread, "warp": _warp(pthread, bdim), "line": pline,
-                      "file": pfile, "function": pfunction, "access": "write" if r.prev_write else "read"}
+                      "file": pfile, "access": "write" if r.prev_write else "read"}
         d["second"] = {"block": block, "thread": thread, "warp": _warp(thread, bdim), "line": line, "file": file,
-                       "function": function, "access": "write" if r.write else "read"}
+                       "access": "write" if r.write else "read"}
     if tool != "memcheck":
         d["count"] = int(r.count)
     return d
@@ -179,12 +185,22 @@ def _shared_what(r: dict) -> str:
 
 def _memcheck_line(r: dict) -> str:
     off, nb, kind = r["offset"], r["buffer_bytes"], r["kind"]
-    rel = (f"{off - nb} bytes after the end" if off >= nb else f"{-off} bytes before the start" if off < 0
-           else f"at byte offset {off} (misaligned)")
+    rel = (f"at byte offset {off}, not a multiple of {r['size']}" if kind == "misaligned access" else
+           f"{off - nb} bytes after the end" if off >= nb else f"{-off} bytes before the start" if off < 0
+           else f"at byte offset {off}")
     space = "__shared__" if r["space"] == "shared" else "__global__"
     what = "Misaligned address" if kind == "misaligned access" else f"Invalid {space} {kind}"
-    target = (f"on {r['param']!r} ({rel} of a {nb}-byte buffer)" if r["space"] == "global" else
-              f"on {r['window']} shared memory ({rel} of its {nb} bytes)")
+    if r["space"] == "global":
+        target = f"on {r['param']!r} ({rel} of a {nb}-byte buffer)"
+    elif r.get("variable_bytes") and kind != "misaligned access":
+        vo, vb = r["variable_offset"], r["variable_bytes"]
+        vrel = (f"{vo - vb} bytes after the end" if vo >= vb else f"{-vo} bytes before the start" if vo < 0
+                else f"at byte {vo}")
+        target = f"on __shared__ {r['variable']} ({vrel} of its {vb} bytes; outside the block's static shared memory)"
+    elif r.get("window") == "dynamic":
+        target = f"on extern __shared__ {r['variable']} ({rel} of the launch's {nb} bytes of dynamic shared memory)"
+    else:
+        target = f"on static shared memory ({rel} of its {nb} bytes)"
     return (f"  {what} of size {r['size']} {target}\n"
             f"      by thread {r['thread']} in block {r['block']} at {_loc(r['file'], r['line'])}")
 

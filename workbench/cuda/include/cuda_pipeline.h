@@ -13,13 +13,6 @@ static __forceinline__ void __pipeline_memcpy_async(void* dst, const void* src, 
   if (zfill) std::memset((char*)dst + (size_and_align - zfill), 0, zfill);
 #endif
 }
-#ifdef WB_CHECKED
-template <class T>
-__forceinline__ void __pipeline_memcpy_async(void* dst, wb::gptr<T> src, size_t size_and_align, size_t zfill = 0) {
-  const void* s = src.check_range(src.p, size_and_align - zfill, 0);
-  __pipeline_memcpy_async(dst, s, size_and_align, zfill);
-}
-#endif
 static __forceinline__ void __pipeline_commit() {}
 static __forceinline__ void __pipeline_wait_prior(size_t) {}
 static __forceinline__ void __pipeline_arrive_on(void*) {}

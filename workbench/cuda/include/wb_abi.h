@@ -18,10 +18,6 @@ struct wb_thread {
   wb_uint3 threadIdx, blockIdx, blockDim, gridDim;
   unsigned lane, warp;
   void* dyn_smem;
-  // checked mode: an invalid access is redirected to `scratch`, pre-filled with a canary so that a later look
-  // tells whether the access was a write.
-  int oob_pending;  // index of the record whose read/write kind is still unknown, -1 if none
-  unsigned char scratch[64] __attribute__((aligned(64)));
   void* runtime;  // the runtime's private fiber record
 };
 
@@ -30,6 +26,7 @@ struct wb_thread {
 #define WB_SAN_READ 1u
 #define WB_SAN_WRITE 2u
 #define WB_SAN_ATOMIC 4u
+#define WB_SAN_MISALIGNED 8u  // -fsanitize=alignment: a pointer to T is used at an address not a multiple of alignof(T)
 
 extern "C" {
 void wb_syncthreads(void);
@@ -39,10 +36,7 @@ int wb_syncthreads_op(int pred, int op);  // op: 0 count, 1 and, 2 or
 const uint64_t* wb_warp_gather(unsigned mask, uint64_t v, unsigned* active);
 void wb_syncwarp(unsigned mask);
 __attribute__((noreturn)) void wb_trap(const char* what, const char* file, int line);
-// checked builds: an out-of-bounds / misaligned access through a kernel's pointer parameter (kind: 0 read,
-// 1 write, 2 unknown yet, 3 misaligned); `pc` is the address of the access in the kernel module.
-int wb_report_oob(int param, int kind, int64_t offset, uint64_t size, uint64_t buf_bytes, const void* pc);
-void wb_oob_resolve(void);
+// checked builds: one memory access of device code (flags WB_SAN_*); `pc` is its address in the kernel module.
 void wb_san_access(const void* addr, uint64_t size, unsigned flags, const void* pc);
 }
 

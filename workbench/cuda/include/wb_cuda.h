@@ -37,7 +37,8 @@
 #define __constant__
 #define __managed__
 #define __grid_constant__
-#define __shared__ static thread_local
+// `used`: the compiler must not assume a shared variable it never sees written keeps its zero initial value.
+#define __shared__ static thread_local __attribute__((used))
 #define __noinline__ __attribute__((noinline))
 #define __forceinline__ inline __attribute__((always_inline))
 #define __inline_hint__ inline
@@ -444,16 +445,10 @@ template <class T, class = void>
 struct tcode_ext {  // specialised by cuda_fp16.h / cuda_bf16.h
   static constexpr const char* value = nullptr;
 };
-template <class T>
-struct gptr;
 struct ptr_arg {
   void* ptr;
   uint64_t bytes;
 };
-template <class T>
-struct is_gptr : std::false_type {};
-template <class T>
-struct is_gptr<gptr<T>> : std::true_type {};
 
 struct sigbuf {
   char s[1024];
@@ -497,10 +492,6 @@ WB_NO_SAN void put_code(sigbuf& b) {
     typedef typename std::remove_pointer<U>::type E;
     b.put(std::is_const<E>::value ? "*c" : "*");
     put_scalar<E>(b);
-  } else if constexpr (is_gptr<U>::value) {
-    typedef typename U::element_type E;
-    b.put(std::is_const<E>::value ? "*c" : "*");
-    put_scalar<E>(b);
   } else {
     put_scalar<U>(b);
   }
@@ -521,9 +512,6 @@ __forceinline__ P arg_cast(void* a, int index) {
   typedef typename std::remove_cv<P>::type U;
   if constexpr (std::is_pointer<U>::value) {
     return (P)(static_cast<ptr_arg*>(a)->ptr);
-  } else if constexpr (is_gptr<U>::value) {
-    ptr_arg* r = static_cast<ptr_arg*>(a);
-    return U((typename U::element_type*)r->ptr, (const char*)r->ptr, r->bytes, index);
   } else {
     U v;
     std::memcpy((void*)&v, a, sizeof(U));
@@ -558,6 +546,5 @@ WB_NO_SAN const char* sig_of() {
   {NAME_STR, &wb::sig_of<&__VA_ARGS__>, &wb::invoke<&__VA_ARGS__>, reinterpret_cast<void*>(&__VA_ARGS__)},
 
 #ifdef WB_CHECKED
-#include "wb_checked.h"
 #include "wb_sanitize.h"
 #endif

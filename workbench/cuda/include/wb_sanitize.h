@@ -1,11 +1,12 @@
-// Checked builds only: the memory-access hooks that make racecheck, initcheck and shared-memory memcheck work.
+// Checked builds only: the memory-access hooks that make memcheck, racecheck and initcheck work.
 //
-// A checked module is compiled with -fsanitize=thread but NOT linked against ThreadSanitizer's runtime: the
-// compiler only inserts a call before every load and store (__tsan_read4(addr), __tsan_write8(addr), ...) and
-// turns atomics into __tsan_atomic* calls. This header defines those hooks (hidden, so each module uses its own):
+// A checked module is compiled with -fsanitize=thread,alignment but NOT linked against the sanitizers' runtimes:
+// the compiler only inserts a call before every load and store (__tsan_read4(addr), __tsan_write8(addr), ...),
+// turns atomics into __tsan_atomic* calls and checks the alignment of every typed dereference. This header defines those hooks (hidden, so each module uses its own):
 // an access to the fiber's own stack (locals, the thread record) returns at once; anything else goes to the
 // runtime's wb_san_access with its size, read/write/atomic and the address of the access in the code (for the
-// source line). The runtime decides whether the address is shared memory, a kernel's buffer or neither.
+// source line). The runtime decides whether the address is shared memory, a kernel's buffer (checked launches
+// run on copies of the buffers with a redzone on each side), a redzone (out of bounds) or none of these.
 #pragma once
 
 #define WB_NO_SAN __attribute__((no_sanitize("thread")))
@@ -24,8 +25,12 @@ WB_NO_SAN static inline __attribute__((always_inline)) void wb_san_hook(const vo
 }
 
 #define WB_SAN_RW(N)                                                                                     \
-  WB_SAN_HOOK void __tsan_read##N(void* a) { wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0)); }   \
-  WB_SAN_HOOK void __tsan_write##N(void* a) { wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0)); } \
+  WB_SAN_HOOK void __tsan_read##N(void* a) {                                                            \
+    wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                        \
+  }                                                                                                      \
+  WB_SAN_HOOK void __tsan_write##N(void* a) {                                                           \
+    wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0));                       \
+  }                                                                                                      \
   WB_SAN_HOOK void __tsan_unaligned_read##N(void* a) {                                                   \
     wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                                         \
   }                                                                                                      \
@@ -33,10 +38,10 @@ WB_NO_SAN static inline __attribute__((always_inline)) void wb_san_hook(const vo
     wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0));                                        \
   }                                                                                                      \
   WB_SAN_HOOK void __tsan_volatile_read##N(void* a) {                                                    \
-    wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                                         \
+    wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                        \
   }                                                                                                      \
   WB_SAN_HOOK void __tsan_volatile_write##N(void* a) {                                                   \
-    wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0));                                        \
+    wb_san_hook(a, N, WB_SAN_WRITE, __builtin_return_address(0));                       \
   }                                                                                                      \
   WB_SAN_HOOK void __tsan_unaligned_volatile_read##N(void* a) {                                          \
     wb_san_hook(a, N, WB_SAN_READ, __builtin_return_address(0));                                         \
@@ -136,6 +141,22 @@ WB_SAN_ATOMICS(8, uint8_t)
 WB_SAN_ATOMICS(16, uint16_t)
 WB_SAN_ATOMICS(32, uint32_t)
 WB_SAN_ATOMICS(64, uint64_t)
+
+// -fsanitize=alignment: a pointer to T is dereferenced at an address that is not a multiple of alignof(T) (a
+// float4 load from `p + 1`): a GPU faults ("misaligned address"). `data` is the compiler's TypeMismatchData:
+// {file, line, column}, the type descriptor, then log2(alignment).
+struct wb_type_mismatch {
+  const char* file;
+  unsigned line, column;
+  const void* type;
+  unsigned char log_alignment, check_kind;
+};
+WB_SAN_HOOK void __ubsan_handle_type_mismatch_v1(wb_type_mismatch* data, uintptr_t ptr) {
+  if (ptr) wb_san_hook((const void*)ptr, 1u << data->log_alignment, WB_SAN_MISALIGNED, __builtin_return_address(0));
+}
+WB_SAN_HOOK void __ubsan_handle_type_mismatch_v1_abort(wb_type_mismatch* data, uintptr_t ptr) {
+  __ubsan_handle_type_mismatch_v1(data, ptr);
+}
 
 namespace wb {
 // A copy the hooks see even where the compiler calls the C library's memcpy (which is not instrumented).

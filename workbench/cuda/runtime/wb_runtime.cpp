@@ -81,10 +81,13 @@ struct wb_launch_desc {
   int* san_enabled;           // checked: the module's hook switch
   uint64_t static_lo, static_bytes;  // checked: the user's static shared window within the TLS block
   uint64_t redzone;                  // checked: redzone bytes on each side of the shared windows
-  int nbuf;
+  int nguard;                        // checked: C++ guard variables in the static window (offset, bytes): the
+  const uint64_t* guard;             //   compiler's, not the kernel's, so never uninitialized nor racy
+  int nbuf;                   // checked: the pointer arguments, run on redzoned copies
   const uint64_t* buf_ptr;
   const uint64_t* buf_bytes;
   const int* buf_param;
+  const uint64_t* buf_slot;   // where each pointer is stored in the argument array (rewritten to the copy)
   double time_limit;  // seconds (<= 0: none)
   double size_guard;  // seconds (<= 0: none)
   char* errbuf;
@@ -139,10 +142,13 @@ struct SanCell {
   SanAcc w, r, r2;  // last write; last read; last read by another thread than r's
 };
 struct SanRegion {
-  uintptr_t lo;
+  uintptr_t lo;  // global buffers: the copy the kernel runs on
   uint64_t bytes;
   SanCell* cells;
   size_t map_bytes;
+  uintptr_t orig = 0;     // global buffers: the caller's memory
+  char* copy_map = nullptr;  // [rz][bytes][rz]
+  size_t copy_bytes = 0, rz = 0;
 };
 struct SanWarp {
   unsigned all;          // lanes at block start
@@ -438,20 +444,6 @@ wb_san_record* add_record(Launch* L, int tool, uint64_t key, bool dedupe) {
   return r;
 }
 
-void oob_resolve_thread(wb_thread* t) {
-  if (t->oob_pending < 0) return;
-  Launch* L = ((Fiber*)t->runtime)->w->L;
-  bool wrote = false;
-  for (unsigned char c : t->scratch) wrote |= (c != 0xCD);
-  {
-    std::lock_guard<std::mutex> g(L->mu);
-    if (t->oob_pending < (int)L->recs[0].size() && L->recs[0][t->oob_pending].kind == 2)
-      L->recs[0][t->oob_pending].kind = wrote ? 1 : 0;
-  }
-  t->oob_pending = -1;
-  std::memset(t->scratch, 0xCD, sizeof t->scratch);
-}
-
 // ---------------------------------------------------------------- sanitizer: access checks
 struct Access {
   const wb_thread* t;
@@ -512,10 +504,11 @@ void record_uninit(Launch* L, const Access& A, int64_t off) {
   r->pc = A.cur.pc;
 }
 
-void record_shared_oob(Launch* L, const Access& A, int64_t off) {
+void record_oob(Launch* L, const Access& A, int64_t off, bool misaligned) {
   wb_san_record* r = add_record(L, 0, 0, false);
   if (!r) return;
-  r->kind = (A.flags & WB_SAN_WRITE) ? 1 : 0;
+  r->kind = misaligned ? 3 : (A.flags & WB_SAN_WRITE) ? 1 : 0;
+  r->param = A.param;
   r->space = A.space;
   r->offset = off;
   r->size = A.size;
@@ -581,11 +574,22 @@ SanCell* shadow(SanRegion& R) {
   return R.cells;
 }
 
-int param_of(const Launch* L, uintptr_t p) {
+// The pointer argument whose copy holds `p`, or the nearest one (for an access in a redzone); sets `start`.
+int param_of(const Launch* L, const SanRegion& R, uintptr_t p, uintptr_t* start) {
   const wb_launch_desc* d = L->d;
-  for (int i = 0; i < d->nbuf; ++i)
-    if (p - d->buf_ptr[i] < d->buf_bytes[i]) return i;
-  return -1;
+  int best = -1;
+  uint64_t best_dist = ~(uint64_t)0;
+  for (int i = 0; i < d->nbuf; ++i) {
+    if (d->buf_ptr[i] < R.orig || d->buf_ptr[i] >= R.orig + R.bytes) continue;
+    uintptr_t lo = R.lo + (d->buf_ptr[i] - R.orig), hi = lo + d->buf_bytes[i];
+    uint64_t dist = p < lo ? lo - p : (p >= hi ? p - hi + 1 : 0);
+    if (dist < best_dist) {
+      best = i;
+      best_dist = dist;
+      *start = lo;
+    }
+  }
+  return best;
 }
 
 // A shared-memory access: within a window (checked) or in a redzone (out of bounds); false if neither.
@@ -603,8 +607,12 @@ bool shared_access(Launch* L, San* S, Access& A, uintptr_t p) {
   } else {
     return false;
   }
+  if (A.flags & WB_SAN_MISALIGNED) {
+    record_oob(L, A, off, true);
+    return true;
+  }
   if (off < 0 || (uint64_t)off + A.size > A.window) {
-    record_shared_oob(L, A, off);
+    record_oob(L, A, off, false);
     return true;
   }
   SanRegion& R = A.space == 1 ? S->st : S->dy;
@@ -615,25 +623,62 @@ bool shared_access(Launch* L, San* S, Access& A, uintptr_t p) {
 
 void global_access(Launch* L, San* S, Access& A, uintptr_t p) {
   for (SanRegion& R : S->globals) {
-    if (p - R.lo >= R.bytes) continue;
-    int bi = param_of(L, p);
+    if (p < R.lo - R.rz || p >= R.lo + R.bytes + R.rz) continue;
+    uintptr_t start = R.lo;
+    int bi = param_of(L, R, p, &start);
     A.space = 0;
     A.param = bi >= 0 ? L->d->buf_param[bi] : -1;
     A.window = bi >= 0 ? L->d->buf_bytes[bi] : R.bytes;
-    uint64_t off = p - R.lo;
-    if (off + A.size > R.bytes) A.size = R.bytes - off;  // the gptr checks report overruns
+    int64_t off = (int64_t)(p - start);
+    if (A.flags & WB_SAN_MISALIGNED) {
+      record_oob(L, A, off, true);
+      return;
+    }
+    if (p < R.lo || p + A.size > R.lo + R.bytes || off < 0 || (uint64_t)off + A.size > A.window) {
+      record_oob(L, A, off, false);  // outside the buffer: its redzone, or the next buffer's
+      return;
+    }
     SanCell* cells = shadow(R);
-    if (cells) check_cells(L, S, A, cells + off, bi >= 0 ? (int64_t)(p - L->d->buf_ptr[bi]) : (int64_t)off);
+    if (cells) check_cells(L, S, A, cells + (p - R.lo), off);
     return;
   }
 }
 
-void san_free(San* S) {
+// Copy the buffers back to the caller's memory, put the original pointers back and free everything.
+void san_free(San* S, const wb_launch_desc* d) {
+  for (SanRegion& R : S->globals)
+    if (R.copy_map) std::memcpy((void*)R.orig, (const void*)R.lo, R.bytes);
+  for (int i = 0; i < d->nbuf; ++i) *(uint64_t*)(uintptr_t)d->buf_slot[i] = d->buf_ptr[i];
   for (SanRegion* R : {&S->st, &S->dy})
     if (R->cells) munmap(R->cells, R->map_bytes);
-  for (SanRegion& R : S->globals)
+  for (SanRegion& R : S->globals) {
     if (R.cells) munmap(R.cells, R.map_bytes);
+    if (R.copy_map) munmap(R.copy_map, R.copy_bytes);
+  }
   delete S;
+}
+
+// Run the kernel on a copy of every buffer with a redzone on each side: an out-of-bounds access lands in the
+// redzone (mapped memory: nothing is corrupted) and is reported. Overlapping arguments share one copy.
+bool san_copy_buffers(San* S, const wb_launch_desc* d) {
+  for (SanRegion& R : S->globals) {
+    size_t page = 4096, bytes = (R.bytes + page - 1) & ~(page - 1);
+    R.rz = std::max<size_t>(d->redzone, bytes);
+    R.copy_bytes = 2 * R.rz + bytes;
+    void* m = mmap(nullptr, R.copy_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                   0);
+    if (m == MAP_FAILED) return false;
+    R.copy_map = (char*)m;
+    std::memset(R.copy_map, 0xFF, R.rz);  // redzones read as garbage
+    std::memset(R.copy_map + R.rz + R.bytes, 0xFF, R.copy_bytes - R.rz - R.bytes);
+    R.lo = (uintptr_t)(R.copy_map + R.rz);
+    std::memcpy((void*)R.lo, (const void*)R.orig, R.bytes);
+  }
+  for (int i = 0; i < d->nbuf; ++i)
+    for (SanRegion& R : S->globals)
+      if (d->buf_ptr[i] >= R.orig && d->buf_ptr[i] < R.orig + R.bytes)
+        *(uint64_t*)(uintptr_t)d->buf_slot[i] = R.lo + (d->buf_ptr[i] - R.orig);
+  return true;
 }
 
 San* san_create(const wb_launch_desc* d) {
@@ -644,11 +689,14 @@ San* san_create(const wb_launch_desc* d) {
     if (d->buf_ptr[i] && d->buf_bytes[i]) iv.push_back({d->buf_ptr[i], d->buf_ptr[i] + d->buf_bytes[i]});
   std::sort(iv.begin(), iv.end());
   for (auto& v : iv) {  // aliasing parameters (an in-place kernel) share one shadow
-    if (!S->globals.empty() && v.first < S->globals.back().lo + S->globals.back().bytes) {
+    if (!S->globals.empty() && v.first < S->globals.back().orig + S->globals.back().bytes) {
       SanRegion& R = S->globals.back();
-      if (v.second > R.lo + R.bytes) R.bytes = v.second - R.lo;
+      if (v.second > R.orig + R.bytes) R.bytes = v.second - R.orig;
     } else {
-      S->globals.push_back(SanRegion{v.first, v.second - v.first, nullptr, 0});
+      SanRegion R{};
+      R.orig = v.first;
+      R.bytes = v.second - v.first;
+      S->globals.push_back(R);
     }
   }
   return S;
@@ -657,6 +705,12 @@ San* san_create(const wb_launch_desc* d) {
 void san_block_start(Launch* L, Worker* w, long b, int n) {
   San* S = L->san;
   S->cur_block = (uint32_t)(b + 1);
+  SanCell* cells = L->d->nguard ? shadow(S->st) : nullptr;
+  for (int g = 0; cells && g < L->d->nguard; ++g)
+    for (uint64_t i = 0; i < L->d->guard[2 * g + 1] && L->d->guard[2 * g] + i < S->st_bytes; ++i) {
+      SanAcc& a = cells[L->d->guard[2 * g] + i].w;
+      a = SanAcc{S->cur_block, w->bar_gen, 0, 0, 0, 1};  // written, atomically: never a hazard
+    }
   int nwarps = (n + 31) / 32;
   for (int i = 0; i < nwarps; ++i) {
     SanWarp& sw = S->warps[i];
@@ -670,7 +724,6 @@ void san_block_start(Launch* L, Worker* w, long b, int n) {
 void fiber_main(Fiber* f) {
   Worker* w = f->w;
   w->L->invoke(w->L->args);
-  oob_resolve_thread(f->t);
   f->state = DONE;
   w->live--;
   if (w->bar_arrived > 0 && w->bar_arrived == w->live) release_barrier(w);
@@ -724,8 +777,6 @@ void init_block(Worker* w, Launch* L, long b, int n) {
     t->lane = (unsigned)(i & 31);
     t->warp = (unsigned)(i >> 5);
     t->dyn_smem = w->smem;
-    t->oob_pending = -1;
-    std::memset(t->scratch, 0xCD, sizeof t->scratch);
     t->runtime = f;
   }
   poison_shared(L, w);
@@ -1070,34 +1121,6 @@ void wb_trap(const char* what, const char* file, int line) {
   abandon(f);
 }
 
-int wb_report_oob(int param, int kind, int64_t offset, uint64_t size, uint64_t buf_bytes, const void* pc) {
-  wb_thread* t = wb_self();
-  oob_resolve_thread(t);
-  Launch* L = ((Fiber*)t->runtime)->w->L;
-  std::lock_guard<std::mutex> g(L->mu);
-  wb_san_record* r = add_record(L, 0, 0, false);
-  if (!r) return -1;
-  r->param = param;
-  r->kind = kind;
-  r->space = 0;
-  r->offset = offset;
-  r->size = size;
-  r->window = buf_bytes;
-  r->block[0] = t->blockIdx.x;
-  r->block[1] = t->blockIdx.y;
-  r->block[2] = t->blockIdx.z;
-  r->thread[0] = t->threadIdx.x;
-  r->thread[1] = t->threadIdx.y;
-  r->thread[2] = t->threadIdx.z;
-  r->pc = pc ? (uint64_t)((uintptr_t)pc - L->d->module_base) : 0;
-  r->write = kind == 1;
-  int idx = (int)L->recs[0].size() - 1;
-  if (kind == 2) t->oob_pending = idx;
-  return idx;
-}
-
-void wb_oob_resolve(void) { oob_resolve_thread(wb_self()); }
-
 void wb_san_access(const void* addr, uint64_t size, unsigned flags, const void* pc) {
   wb_thread* t = wb_self();
   Fiber* f = (Fiber*)t->runtime;
@@ -1201,7 +1224,14 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
   L.nblocks = (long)d->grid[0] * d->grid[1] * d->grid[2];
   L.cap = d->record_cap;
   L.start = std::chrono::steady_clock::now();
-  if (d->checked) L.san = san_create(d);
+  if (d->checked) {
+    L.san = san_create(d);
+    if (!san_copy_buffers(L.san, d)) {
+      san_free(L.san, d);
+      snprintf(d->errbuf, d->errlen, "could not map the checked copies of the buffers (mmap failed)");
+      return RC_ERROR;
+    }
+  }
   if (d->san_enabled) *d->san_enabled = d->checked ? 1 : 0;
   install_sigint(true);
   watchdog().begin(&L);
@@ -1210,7 +1240,7 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
   install_sigint(false);
   if (d->san_enabled) *d->san_enabled = 0;
   int rc = finish(&L, d);
-  if (L.san) san_free(L.san);
+  if (L.san) san_free(L.san, d);
   return rc;
 }
 
