@@ -6,6 +6,11 @@
 - ``causal=True`` is SDPA's ``is_causal``: query i sees keys j <= i, aligned at the top-left corner even when
   Sq != Sk (the mask is ``ones(Sq, Sk).tril(0)``), so every query row sees at least key 0.
 - FLOPs follow the FlashAttention papers: 4*B*H*Sq*Sk*D for the two matmuls, halved when causal.
+- NaN inputs propagate as in torch: a NaN in query row i makes output row i NaN; a NaN in key j makes every row
+  that sees key j NaN; a NaN in v[j, d] makes column d NaN in the rows that see key j. Empty B, H, Sq or Sk give
+  an empty (or, for Sk = 0, zero) output; D must be >= 1.
+- Input cases: ``random``; ``nan`` (q[0,0,0,0], k of the last batch and head at key Sk//2, v[0,0,Sk-1,D-1] are
+  NaN), run by default on the four small D = 16 shapes only (the emulated kernels are slow).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ def validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = F
             f"k must be [B,H,Sk,D] = [{b},{h},Sk,{d}] to match q {tuple(q.shape)}, got {tuple(k.shape)}")
     require("attention", tuple(v.shape) == tuple(k.shape),
             f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
+    require("attention", d >= 1, f"the head dimension D must be >= 1, got q {tuple(q.shape)}")
     require("attention", isinstance(causal, bool), f"causal must be a bool, got {causal!r}")
     require("attention", scale is None or (isinstance(scale, (int, float)) and math.isfinite(scale)),
             f"scale must be None or a finite float, got {scale!r}")
@@ -53,7 +59,12 @@ def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
     g = torch.Generator().manual_seed(seed)
     b, h, sq, sk, d = (sizes[k] for k in ("B", "H", "Sq", "Sk", "D"))
-    return tuple(randn(s, dtype, g, device) for s in ((b, h, sq, d), (b, h, sk, d), (b, h, sk, d)))
+    q, k, v = (randn(s, torch.float32, g, torch.device("cpu")) for s in ((b, h, sq, d), (b, h, sk, d), (b, h, sk, d)))
+    if case == "nan" and q.numel() and k.numel():
+        q[0, 0, 0, 0] = float("nan")  # output row 0 of (batch 0, head 0)
+        k[-1, -1, sk // 2, 0] = float("nan")  # every row of the last (batch, head) that sees key Sk//2
+        v[0, 0, sk - 1, d - 1] = float("nan")  # column D-1 of the rows that see the last key
+    return tuple(t.to(dtype).to(device) for t in (q, k, v))
 
 
 def flops(B: int, H: int, Sq: int, Sk: int, D: int, causal: bool = False, scale: float | None = None) -> float:
@@ -94,6 +105,8 @@ OP = register_op(Op(
     call_kwargs=("causal", "scale"),
     tolerance=tolerance,
     package="kernels.attention.variants",
+    cases=("random", "nan"),
+    case_shapes={"nan": lambda s: s["D"] == 16 and 1 < s["Sq"] * s["Sk"] <= 17 * 40},
     bench_shapes={"gpu": [{"B": 16384 // s, "H": 16, "Sq": s, "Sk": s, "D": 128, "causal": False}
                           for s in (512, 1024, 2048, 4096, 8192, 16384)],
                   "quick": [{"B": 4, "H": 16, "Sq": 4096, "Sk": 4096, "D": 128, "causal": False}],
