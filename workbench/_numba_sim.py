@@ -376,23 +376,25 @@ class _Abort(Exception):
 class _Meta:
     """What a checked array is: its space ('shared', 'local', 'global'), name and the session that checks it."""
 
-    __slots__ = ("space", "name", "session", "shadow")
+    __slots__ = ("space", "name", "session", "shadow", "local")
 
     def __init__(self, space: str, name: str, session: _Session) -> None:
-        self.space, self.name, self.session = space, name, session
+        self.space, self.name, self.session, self.local = space, name, session, session.local
         self.shadow = space != "local"  # local arrays are private to a thread: bounds checks only
 
 
 class _Tracked:
     """A numpy array seen by a checked kernel: every element access is bounds-checked and recorded."""
 
-    __slots__ = ("_a", "_m", "_base", "_shape", "_strides", "_nd", "_n0", "_s0")
+    __slots__ = ("_a", "_m", "_base", "_shape", "_strides", "_g")
 
     def __init__(self, a: np.ndarray, meta: _Meta) -> None:
         self._a, self._m = a, meta
         self._base = a.__array_interface__["data"][0]
-        self._shape, self._strides, self._nd = a.shape, a.strides, a.ndim
-        self._n0, self._s0 = (a.shape[0], a.strides[0]) if a.ndim else (0, 0)
+        self._shape, self._strides = a.shape, a.strides
+        n0, s0 = (a.shape[0], a.strides[0]) if a.ndim else (0, 0)
+        n1, s1 = (a.shape[1], a.strides[1]) if a.ndim > 1 else (0, 0)
+        self._g = (self._base, a.ndim, n0, s0, n1, s1)  # one load on the hot path instead of six
 
     # -- what a kernel does with an array besides indexing it
     def __getattr__(self, name: str) -> Any:
@@ -410,16 +412,22 @@ class _Tracked:
 
     # -- element access: a fast path for in-bounds Python ints, the rest through _element
     def _fast(self, idx: Any) -> int | None:
-        if type(idx) is int:
-            return self._base + idx * self._s0 if self._nd == 1 and 0 <= idx < self._n0 else None
-        if type(idx) is not tuple or len(idx) != self._nd:
+        base, nd, n0, s0, n1, s1 = self._g
+        tp = type(idx)
+        if tp is int:
+            return base + idx * s0 if nd == 1 and 0 <= idx < n0 else None
+        if tp is not tuple or len(idx) != nd:
             return None
-        addr = self._base
+        if nd == 2:  # unrolled: the common case of tiles and matrices
+            i, j = idx
+            if type(i) is int and type(j) is int and 0 <= i < n0 and 0 <= j < n1:
+                return base + i * s0 + j * s1
+            return None
         for i, n, s in zip(idx, self._shape, self._strides, strict=True):
             if type(i) is not int or not 0 <= i < n:
                 return None
-            addr += i * s
-        return addr
+            base += i * s
+        return base
 
     def __getitem__(self, idx: Any) -> Any:
         frame = sys._getframe(1)
@@ -431,8 +439,12 @@ class _Tracked:
             if addr < 0:
                 return _scalar_poison(self._a.dtype)
         m = self._m
-        if m.shadow:
-            m.session.log(m, addr, idx, READ, frame)
+        if m.shadow:  # Session.log, inlined: this is the hot path
+            ts = getattr(m.local, "ts", None)
+            lg = ts[1] if ts is not None else None
+            if lg is None:
+                lg = m.session.new_log()
+            lg.append((addr, READ, m, idx, frame.f_code, frame.f_lasti))
         return self._a[idx]
 
     def __setitem__(self, idx: Any, value: Any) -> None:
@@ -446,8 +458,12 @@ class _Tracked:
             if addr < 0:
                 return
         m = self._m
-        if m.shadow:
-            m.session.log(m, addr, idx, WRITE, frame)
+        if m.shadow:  # Session.log, inlined
+            ts = getattr(m.local, "ts", None)
+            lg = ts[1] if ts is not None else None
+            if lg is None:
+                lg = m.session.new_log()
+            lg.append((addr, WRITE, m, idx, frame.f_code, frame.f_lasti))
         self._a[idx] = value
 
     def _element(self, idx: Any, write: bool, frame: Any) -> tuple[int | None, Any]:
@@ -637,18 +653,20 @@ class _Session:
     def log(self, meta: _Meta, addr: int, idx: Any, kind: int, frame: Any) -> None:
         """Record one shared/global element access of the running thread, in its log for the current epoch."""
         ts = getattr(self.local, "ts", None)
-        if ts is None:
-            ts = self._thread_state()
-        lg = ts[1]
+        lg = ts[1] if ts is not None else None
         if lg is None:
-            lg = ts[1] = []
-            self.pending.setdefault(ts[0], []).append((ts[2], lg))
+            lg = self.new_log()
         lg.append((addr, kind, meta, idx, frame.f_code, frame.f_lasti))
 
-    def _thread_state(self) -> list:
-        t = threading.current_thread()
-        ts = self.local.ts = [t._wb_epoch, None, t.thread_id]  # (threads are new per block: a fresh local each)
-        return ts
+    def new_log(self) -> list:
+        """Start the running thread's log for its current epoch (its first access since the last barrier)."""
+        ts = getattr(self.local, "ts", None)
+        if ts is None:
+            t = threading.current_thread()
+            ts = self.local.ts = [t._wb_epoch, None, t.thread_id]  # epoch, its log, thread number
+        lg = ts[1] = []
+        self.pending.setdefault(ts[0], []).append((ts[2], lg))
+        return lg
 
     def barrier(self, ep: int) -> None:
         """The running thread passed barrier ``ep``: start its next log, and analyse epoch ``ep`` if first through."""
