@@ -126,6 +126,24 @@ def test_shared_memory_out_of_bounds_static_and_dynamic(san):
     assert "extern __shared__ buf" in str(ei.value)
 
 
+def test_wild_access_and_stack_overflow_fail_the_launch_not_the_process(san):
+    from workbench import cuda
+
+    x = np.zeros(64, np.float32)
+    pat = r"'wild_write'.*segmentation fault.*thread \(1,0,0\).*checked=True"
+    with pytest.raises(cuda.KernelLaunchError, match=pat):
+        plain(san, "wild_write")((1,), (4,), (x, np.int64(1 << 40)))
+    with pytest.raises(cuda.MemcheckError, match=r"(?s)far from every buffer.*sanitize\.cu:\d+") as ei:
+        checked(san, "wild_write")((1,), (4,), (x, np.int64(1 << 40)))
+    assert ei.value.records[0]["kind"] == "wild access" and ei.value.records[0]["thread"] == (1, 0, 0)
+    for mod in (plain, checked):
+        with pytest.raises(cuda.KernelLaunchError, match=r"'endless_recursion'.*stack overflow.*256 KiB"):
+            mod(san, "endless_recursion")((1,), (4,), (np.zeros(4, np.int32),))
+        o = np.zeros(64, np.float32)
+        mod(san, "iota")((1,), (64,), (o,))
+        np.testing.assert_array_equal(o, np.arange(64))
+
+
 # ------------------------------------------------------------------------------------------------ initcheck
 def test_shared_memory_starts_as_garbage(san):
     f, i, h = np.zeros(32, np.float32), np.zeros(32, np.int32), np.zeros(32, np.float16)

@@ -168,3 +168,14 @@ extern "C" __global__ void busy(float* out, int k) {
 }
 
 extern "C" __global__ void iota(float* out) { out[blockIdx.x * blockDim.x + threadIdx.x] = (float)threadIdx.x; }
+
+extern "C" __global__ void wild_write(float* x, long long far) {
+  x[threadIdx.x * far] = 1.0f;  // BUG: thread 1 writes 2^40 floats away: a segmentation fault on the CPU
+}
+
+__device__ int depth(int n) {
+  volatile int pad[64];
+  pad[n & 63] = n;
+  return n <= 0 ? 0 : depth(n + 1) + pad[n & 63];  // the read after the call keeps every frame alive
+}
+extern "C" __global__ void endless_recursion(int* out) { out[threadIdx.x] = depth(1); }  // BUG: overflows the stack

@@ -15,7 +15,7 @@
 
 Records of a checked launch's error (``err.records``, dicts):
 
-* memcheck: tool, kind ('read'|'write'|'access'|'misaligned access'), space ('global'|'shared'), param and
+* memcheck: tool, kind ('read'|'write'|'misaligned access'|'wild access'), space ('global'|'shared'), param and
   param_index (global), window ('static'|'dynamic') and variable (shared), offset, size, buffer_bytes, block,
   thread, line, file, kernel;
 * racecheck: tool, hazard ('RAW'|'WAR'|'WAW'), space, offset, size, param/param_index (global) or

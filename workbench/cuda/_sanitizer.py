@@ -29,7 +29,7 @@ from workbench.cuda.errors import MemcheckError, RaceError, SanitizerError, Unin
 TOOLS = ("memcheck", "racecheck", "initcheck")
 ERRORS: dict[str, type[SanitizerError]] = {"memcheck": MemcheckError, "racecheck": RaceError,
                                            "initcheck": UninitializedError}
-_KINDS = {0: "read", 1: "write", 2: "access", 3: "misaligned access"}
+_KINDS = {0: "read", 1: "write", 2: "access", 3: "misaligned access", 4: "wild access"}
 _HAZARDS = {0: "RAW", 1: "WAR", 2: "WAW"}
 _SPACES = {0: "global", 1: "shared", 2: "shared"}
 _INCLUDE_DIR = str(Path(__file__).resolve().parent / "include")
@@ -185,6 +185,10 @@ def _shared_what(r: dict) -> str:
 
 def _memcheck_line(r: dict) -> str:
     off, nb, kind = r["offset"], r["buffer_bytes"], r["kind"]
+    if kind == "wild access":
+        where = f"address {off:#x}" if off else "an address no memory can have"
+        return (f"  Invalid access to {where}, far from every buffer of the launch (a segmentation fault on the "
+                f"CPU, stopped)\n      by thread {r['thread']} in block {r['block']} at {_loc(r['file'], r['line'])}")
     rel = (f"at byte offset {off}, not a multiple of {r['size']}" if kind == "misaligned access" else
            f"{off - nb} bytes after the end" if off >= nb else f"{-off} bytes before the start" if off < 0
            else f"at byte offset {off}")

@@ -177,6 +177,11 @@ struct Launch {
   std::atomic<long> done{0};
   std::atomic<int> abort{0};
   int stop = RC_OK;  // why the watchdog stopped it
+  std::atomic<int> faulted{0};  // a fiber hit a segmentation fault / bus error in the kernel's code
+  uintptr_t fault_addr = 0, fault_pc = 0;
+  unsigned fault_block[3] = {0, 0, 0}, fault_thread[3] = {0, 0, 0};
+  int fault_sig = 0;
+  bool fault_stack = false;  // the fault is on the fiber's guard page: a stack overflow
   double estimate = 0;
   std::chrono::steady_clock::time_point start;
   std::mutex mu;
@@ -220,8 +225,23 @@ struct Worker {
 
 thread_local Worker* tl_worker = nullptr;
 
+// An alternate signal stack for this thread, if it has none (Python's faulthandler gives the main thread one): a
+// fiber that overflows its stack faults on the guard page, and the handler needs a stack to run on.
+void ensure_altstack() {
+  stack_t cur;
+  if (sigaltstack(nullptr, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_sp) return;
+  stack_t st;
+  st.ss_size = 64 * 1024;
+  st.ss_sp = malloc(st.ss_size);  // lives as long as the thread
+  st.ss_flags = 0;
+  if (st.ss_sp) sigaltstack(&st, nullptr);
+}
+
 Worker* get_worker() {
-  if (!tl_worker) tl_worker = new Worker();  // lives as long as its OS thread (pool threads never exit)
+  if (!tl_worker) {
+    tl_worker = new Worker();  // lives as long as its OS thread (pool threads never exit)
+    ensure_altstack();
+  }
   return tl_worker;
 }
 
@@ -668,9 +688,7 @@ bool san_copy_buffers(San* S, const wb_launch_desc* d) {
     void* m = mmap(nullptr, R.copy_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
                    0);
     if (m == MAP_FAILED) return false;
-    R.copy_map = (char*)m;
-    std::memset(R.copy_map, 0xFF, R.rz);  // redzones read as garbage
-    std::memset(R.copy_map + R.rz + R.bytes, 0xFF, R.copy_bytes - R.rz - R.bytes);
+    R.copy_map = (char*)m;  // the redzones stay untouched (zero pages) until an out-of-bounds access
     R.lo = (uintptr_t)(R.copy_map + R.rz);
     std::memcpy((void*)R.lo, (const void*)R.orig, R.bytes);
   }
@@ -735,7 +753,11 @@ void fiber_main(Fiber* f) {
 }
 
 void poison_shared(Launch* L, Worker* w) {
-  if (w->tls_base && L->d->tls_bytes) std::memset(w->tls_base, 0xFF, L->d->tls_bytes);
+  const wb_launch_desc* d = L->d;
+  if (w->tls_base && d->checked)  // the static window only, not the redzones around it
+    std::memset(w->tls_base + d->static_lo, 0xFF, d->static_bytes);
+  else if (w->tls_base && d->tls_bytes)
+    std::memset(w->tls_base, 0xFF, d->tls_bytes);
   if (L->smem) std::memset(w->smem, 0xFF, L->smem);
 }
 
@@ -868,7 +890,6 @@ bool prepare_worker(Worker* w, Launch* L) {
     S->dy_bytes = L->smem;
     S->dy.lo = S->dy_lo;
     S->dy.bytes = S->dy_bytes;
-    std::memset(w->smem_map, 0xFF, w->smem_map_bytes);  // redzones read as garbage too
   }
   return true;
 }
@@ -947,20 +968,66 @@ struct sigaction g_old_int;
 int g_preempt_sig = 0;
 
 // Runs on a thread of the launch: abandon the running fiber if it is executing the kernel module's own code.
+uintptr_t pc_of(void* ucv);
+
 void preempt_handler(int, siginfo_t*, void* ucv) {
   Worker* w = tl_worker;
   if (!w || !w->L || !w->cur || !w->L->abort.load(std::memory_order_relaxed)) return;
-  uintptr_t pc = 0;
-#if defined(__x86_64__)
-  pc = (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-  pc = (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.pc;
-#else
-  (void)ucv;
-  return;
-#endif
+  uintptr_t pc = pc_of(ucv);
   if (pc < w->L->d->text_lo || pc >= w->L->d->text_hi) return;  // libc/runtime code may hold locks: retry later
   abandon(w->cur);
+}
+
+uintptr_t pc_of(void* ucv) {
+#if defined(__x86_64__)
+  return (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.pc;
+#else
+  (void)ucv;
+  return 0;
+#endif
+}
+
+struct sigaction g_old_segv, g_old_bus;
+
+// A segmentation fault or bus error in the kernel's own code, on a fiber: the launch fails with the address, the
+// block and the thread, and the process lives on. Anything else goes to the previous handler (Python's
+// faulthandler, or the default: a crash), by restoring it and letting the faulting instruction run again.
+void fault_handler(int sig, siginfo_t* si, void* ucv) {
+  Worker* w = tl_worker;
+  uintptr_t pc = pc_of(ucv);
+  Launch* L = w ? w->L : nullptr;
+  if (L && w->cur && pc >= L->d->text_lo && pc < L->d->text_hi) {
+    if (L->faulted.exchange(1) == 0) {
+      const wb_thread* t = w->cur->t;
+      L->fault_addr = (uintptr_t)si->si_addr;
+      L->fault_pc = pc;
+      L->fault_sig = sig;
+      uintptr_t stack_lo = (uintptr_t)t & ~(uintptr_t)(WB_STACK_SIZE - 1);
+      L->fault_stack = (uintptr_t)si->si_addr - stack_lo < (uintptr_t)sysconf(_SC_PAGESIZE) * 2;
+      L->fault_block[0] = t->blockIdx.x, L->fault_block[1] = t->blockIdx.y, L->fault_block[2] = t->blockIdx.z;
+      L->fault_thread[0] = t->threadIdx.x, L->fault_thread[1] = t->threadIdx.y, L->fault_thread[2] = t->threadIdx.z;
+    }
+    L->abort.store(1);
+    abandon(w->cur);
+  }
+  sigaction(sig, sig == SIGBUS ? &g_old_bus : &g_old_segv, nullptr);
+}
+
+void install_fault_handlers(bool on) {
+  if (!on) {
+    sigaction(SIGSEGV, &g_old_segv, nullptr);
+    sigaction(SIGBUS, &g_old_bus, nullptr);
+    return;
+  }
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fault_handler;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &g_old_segv);
+  sigaction(SIGBUS, &sa, &g_old_bus);
 }
 
 void sigint_handler(int sig, siginfo_t* si, void* uc) {
@@ -1030,7 +1097,7 @@ struct Watchdog {
         why = RC_INTERRUPTED;
       } else if (d->time_limit > 0 && el > d->time_limit) {
         why = RC_TIMEOUT;
-      } else if (d->size_guard > 0 && el > 0.2) {
+      } else if (d->size_guard > 0 && el > 0.2 && el < std::min(5.0, d->size_guard / 2)) {  // decide early
         double est = estimate(L, el);
         if (est > d->size_guard) {
           why = RC_TOO_LARGE;
@@ -1191,6 +1258,40 @@ static void run_grid(Launch* L, int nthreads) {
   }
 }
 
+// A fault in a checked launch is a memcheck record (an access far from every buffer); otherwise a launch error.
+static int fault_result(Launch* L, wb_launch_desc* d) {
+  uint64_t pc = L->fault_pc - d->module_base;
+  if (d->checked && !L->fault_stack && d->nrecords < 3 * d->record_cap) {
+    wb_san_record& r = d->records[d->nrecords++];
+    std::memset(&r, 0, sizeof r);
+    r.tool = 0;
+    r.kind = L->fault_stack ? 5 : 4;  // a stack overflow, or a wild access
+    r.param = -1;
+    r.offset = (int64_t)L->fault_addr;
+    std::memcpy(r.block, L->fault_block, sizeof r.block);
+    std::memcpy(r.thread, L->fault_thread, sizeof r.thread);
+    r.pc = pc;
+    r.count = 1;
+    d->totals[0]++;
+    return RC_SANITIZER;
+  }
+  if (L->fault_stack) {
+    snprintf(d->errbuf, d->errlen,
+             "stack overflow in block (%u,%u,%u) thread (%u,%u,%u): a CUDA thread used more than the CPU engine's "
+             "%u KiB of stack (deep or endless recursion, or a huge local array)",
+             L->fault_block[0], L->fault_block[1], L->fault_block[2], L->fault_thread[0], L->fault_thread[1],
+             L->fault_thread[2], WB_STACK_SIZE / 1024);
+    return RC_ERROR;
+  }
+  snprintf(d->errbuf, d->errlen,
+           "%s at address %#lx (an invalid memory access) in block (%u,%u,%u) thread (%u,%u,%u), code offset %#lx; "
+           "run the launch with checked=True to see the access and its source line",
+           L->fault_sig == SIGBUS ? "bus error" : "segmentation fault", (unsigned long)L->fault_addr,
+           L->fault_block[0], L->fault_block[1], L->fault_block[2], L->fault_thread[0], L->fault_thread[1],
+           L->fault_thread[2], (unsigned long)pc);
+  return RC_ERROR;
+}
+
 static int finish(Launch* L, wb_launch_desc* d) {
   int n = 0;
   for (int tool = 0; tool < 3; ++tool) {
@@ -1202,6 +1303,7 @@ static int finish(Launch* L, wb_launch_desc* d) {
   d->elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - L->start).count();
   d->estimate = L->estimate;
   d->blocks_done = L->done.load();
+  if (L->faulted.load()) return fault_result(L, d);
   if (L->stop != RC_OK) return L->stop;
   if (!L->error.empty()) {
     snprintf(d->errbuf, d->errlen, "%s", L->error.c_str());
@@ -1234,9 +1336,11 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
   }
   if (d->san_enabled) *d->san_enabled = d->checked ? 1 : 0;
   install_sigint(true);
+  install_fault_handlers(true);
   watchdog().begin(&L);
   run_grid(&L, d->checked ? 1 : d->nthreads);
   watchdog().end();
+  install_fault_handlers(false);
   install_sigint(false);
   if (d->san_enabled) *d->san_enabled = 0;
   int rc = finish(&L, d);
