@@ -136,6 +136,7 @@ def test_racy_counter_is_a_race_and_the_atomic_counter_is_not():
     assert (waw["hazard"], waw["space"], waw["array"], waw["index"]) == ("WAW", "global", "c", (0,))
     assert waw["first"]["thread"] == (0, 0, 0) and waw["second"]["thread"] == (1, 0, 0)
     assert waw["first"]["line"] == waw["second"]["line"] == line
+    assert waw["read_modify_write"] and "read-modify-write" in str(err)  # both threads read c[0] first
     across = scopes["grid"]  # and what block 0 wrote, block 1 reads: blocks are never ordered
     assert across["first"]["block"] == (0, 0, 0) and across["second"]["block"] == (1, 0, 0)
     assert err.total == 5 and err.tool == "racecheck"  # 4 blocks x 1 interval, + the cross-block hazard
@@ -358,6 +359,7 @@ def test_moe_align_solution_is_clean_and_a_plain_slot_claim_is_a_race(tmp_path):
     err = info.value
     cursor = [r for r in err.records if r["array"] == "cursor"]
     assert cursor and {r["space"] for r in cursor} == {"shared"}
+    assert all(r["hazard"] == "WAW" and r["read_modify_write"] for r in cursor)  # the claim is not atomic
     assert {r["index"] for r in cursor} == {(1,), (3,)}  # the experts two threads claim from
     assert lines_of(err) & {line_of(path, "pos = cursor[e]"), line_of(path, "cursor[e] = pos + 1")}
     assert {a["line"] for r in cursor for a in (r["first"], r["second"])} <= \

@@ -17,12 +17,21 @@ checked, as compute-sanitizer would run it on a GPU:
   ``cuda.syncthreads()``, at least one writes and neither through ``cuda.atomic.*``; or threads of two blocks
   touch the same global element non-atomically and at least one writes (blocks are never ordered). The launch ends
   with :class:`~workbench.cuda.errors.RaceError`. The verdict comes from barrier epochs and per-thread program
-  order, never from how the OS threads happened to interleave, so it is the same on every run: a hazard is RAW
-  when, in lockstep program order, the write comes first, WAR when the read does, WAW for two writes.
+  order, never from how the OS threads happened to interleave, so a kernel whose accesses do not depend on the
+  raced values gets the same report on every run: a hazard is RAW when, in lockstep program order (the k-th
+  access of one thread against the k-th of another since the barrier), the write comes first, WAR when the read
+  does, WAW for two writes.
 - initcheck: a read of a shared element that no thread wrote before the last barrier and the reading thread did not
   write itself ends the launch with :class:`~workbench.cuda.errors.UninitializedError`.
 
-One launch raises one error: memcheck before racecheck before initcheck (its message mentions the others).
+One launch raises one error: memcheck before racecheck before initcheck (its message mentions the others). It
+carries ``records`` (dicts shaped like the CPU engine's: ``tool``, ``kernel``, ``space``, ``array``, ``index``,
+``block``, ``thread``, ``file``, ``line``; races ``hazard``, ``scope`` and the ``first`` and ``second`` access),
+``total`` and ``reports`` (``{tool: (records, total)}`` for all three tools).
+
+Cost: every shared/global element access appends to its thread's log (no lock); the logs are analysed when the
+block passes each barrier. A checked launch takes about 2x an unchecked one (the shared-memory SGEMM at 64^3 or an
+access-bound loop; measured on 2 busy cores), and nothing is logged outside ``sanitizing()``.
 
 The hooks patch the simulator of numba-cuda (``numba.cuda.simulator``) right after it is imported and check first
 that the internals they rely on are there, raising :class:`SimulatorChanged` with what changed if not.
@@ -66,6 +75,8 @@ class SimulatorChanged(RuntimeError):
 # ------------------------------------------------------------------------------------------------------ poison
 def poison_(a: np.ndarray) -> np.ndarray:
     """Fill ``a`` in place with the shared-memory poison (0x7FFF half-words; booleans True) and return it."""
+    if not a.flags.c_contiguous:
+        raise ValueError("poison_: expected a C-contiguous array (the pattern is written through a byte view)")
     if a.dtype == np.bool_:
         a.fill(True)
     elif a.size:
@@ -748,6 +759,9 @@ class _Session:
             return
         if w2 is not None:
             hazard, pair = "WAW", sorted((w1, w2), key=lambda a: (a[_ORD], a[_TID]))
+            readers = {r[_TID] for r in (r1, r2) if r is not None}
+            if w1[_TID] in readers and w2[_TID] in readers:  # both read it first: x = a[i]; a[i] = x + 1
+                hazard = "WAW (read-modify-write)"
         else:
             r = r1 if r1 is not None and r1[_TID] != w1[_TID] else r2
             if r is None:
@@ -760,11 +774,12 @@ class _Session:
     def _race(self, hazard: str, first: tuple, second: tuple, scope: str, ep: int) -> None:
         e = first[_ENT]
         meta = e[_META]
-        rec = {"tool": "racecheck", "kernel": self.fn.__name__, "hazard": hazard, "space": meta.space,
-               "array": meta.name, "index": _as_tuple(e[_IDX]), "scope": scope,
+        rmw = hazard.endswith("(read-modify-write)")
+        rec = {"tool": "racecheck", "kernel": self.fn.__name__, "hazard": hazard.split()[0], "space": meta.space,
+               "array": meta.name, "index": _as_tuple(e[_IDX]), "scope": scope, "read_modify_write": rmw,
                "first": self._who(first), "second": self._who(second)}
         a, b = rec["first"], rec["second"]
-        group = (hazard, meta.space, meta.name, scope, a["file"], a["line"], b["file"], b["line"])
+        group = (hazard, meta.space, meta.name, scope, a["file"], a["line"], b["file"], b["line"])  # hazard: + rmw
         self.races.add((_RANK[meta.space], meta.name, rec["index"], first[_BLK], ep), group, rec)
 
     def _uninit(self, ep: int, acc: tuple) -> None:
@@ -897,7 +912,8 @@ def _fmt_oob(r: dict) -> str:
             f"(thread {r['thread']} of block {r['block']})")
 
 
-_HINTS = {"WAW": "two threads store to one element: a missing atomic, or a barrier between the stores?",
+_HINTS = {"RMW": "both read it first: a read-modify-write two threads do at once loses updates; use cuda.atomic.*",
+          "WAW": "two threads store to one element: a missing atomic, or a barrier between the stores?",
           "RAW": "a read sees another thread's store or not, by luck: a missing cuda.syncthreads()?",
           "WAR": "a store may land before another thread's read: a missing cuda.syncthreads()?"}
 
@@ -907,7 +923,8 @@ def _fmt_race(r: dict) -> str:
     verb = {"read": "reads", "write": "writes"}
     if r["scope"] == "block":
         who_a, who_b = f"thread {a['thread']}", f"thread {b['thread']}"
-        when = f"in block {a['block']} with no barrier between them ({_HINTS[r['hazard']]})"
+        hint = _HINTS["RMW" if r.get("read_modify_write") else r["hazard"]]
+        when = f"in block {a['block']} with no barrier between them ({hint})"
     else:
         who_a, who_b = (f"thread {a['thread']} of block {a['block']}", f"thread {b['thread']} of block {b['block']}")
         when = "in different blocks, which nothing orders (use cuda.atomic.*, or split the work into two launches)"
