@@ -288,6 +288,19 @@ def test_an_exception_after_an_out_of_bounds_read_reports_the_read():
     assert info.value.records[0]["array"] == "idx" and info.value.records[0]["index"] == (4,)
 
 
+def test_a_loop_running_off_an_array_is_stopped_and_reported():
+    @cuda.jit
+    def run_off(x, out):
+        s = float32(0.0)
+        for j in range(10 * sim._MAX_OOB):  # the bound should have been x.size
+            s += x[j]
+        out[0] = s
+
+    with sanitizing(), pytest.raises(MemcheckError, match="stopped after") as info:
+        run_off[1, 1](np.ones(10, np.float32), np.zeros(1, np.float32))
+    assert info.value.total == sim._MAX_OOB and info.value.records[0]["index"] == (10,)
+
+
 # ----------------------------------------------------------------------------------- the exercises' lessons
 GEMM_SMEM = ROOT / "kernels/gemm/ex_smem_solution.py"
 

@@ -63,7 +63,7 @@ POISON_HALF = 0x7FFF
 _POISON_BYTES = np.frombuffer(np.array([POISON_HALF], dtype=np.uint16).tobytes(), dtype=np.uint8)
 
 MAX_RECORDS = 100  # records kept per tool (the smallest by space, array, index, block, thread): totals count all
-_MAX_OOB = 100_000  # out-of-bounds accesses after which the launch stops (a loop running off an array)
+_MAX_OOB = 10_000  # out-of-bounds accesses after which the launch stops (a loop running off an array)
 
 ATOMICS = ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin", "cas")
 
@@ -825,9 +825,11 @@ class _Session:
             if g[2] is not None:
                 hazard, first, second = g[2]
                 self._race(hazard, first, second, "grid", sys.maxsize)
+        stopped = f"\n  (the launch was stopped after {_MAX_OOB} out-of-bounds accesses)" \
+            if self.oob.total >= _MAX_OOB else ""
         for tool in ("memcheck", "racecheck", "initcheck"):
             if self._tools[tool][0].total:
-                raise self._error(tool)
+                raise self._error(tool, stopped if tool == "memcheck" else "")
 
     def _error(self, tool: str, note: str = "") -> Exception:
         """Return the error of ``tool``, carrying its records and, as ``reports``, every tool's (the CPU engine's
