@@ -16,6 +16,12 @@ Three things, all installed once by :func:`install` (``import workbench`` in cpu
   launch: an address outside all of them raises :class:`workbench.cuda.errors.MemcheckError` naming the kernel, the
   program, the argument it ran past and the element offset, where the interpreter would read garbage or corrupt
   the heap ("corrupted double-linked list", exit 134).
+- **racecheck.** Under the same switch every element a launch touches remembers the program that last wrote it
+  (and whether atomically) and the program that read it: a plain store to an element another program stored to or
+  read, a load of an element another program stored to, or an atomic mixed with another program's plain access
+  raises :class:`workbench.cuda.errors.RaceError`. Programs of one launch run in any order on a GPU (the
+  interpreter runs them one after another, which hides the race): sharing an element across programs needs
+  atomics. Within one program Triton orders accesses itself, so those never count.
 """
 
 from __future__ import annotations
@@ -51,6 +57,11 @@ class _Launch:
     buffers: list[_Buffer] | None = None
     lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    # racecheck: address -> [last writer program, written atomically, reader program (_MANY: several), line]
+    touched: dict[int, list] = field(default_factory=dict)
+
+
+_MANY = (-1, -1, -1)  # "read by more than one program"
 
 
 _LAUNCH: contextvars.ContextVar[_Launch | None] = contextvars.ContextVar("wb_triton_launch", default=None)
@@ -280,9 +291,69 @@ def _check_access(kind: str, ptrs: Any, mask: Any) -> None:
     ty = ptrs.get_element_ty()
     size = np.uint64(max(1, ty.primitive_bitwidth // 8))
     inside = ((live[:, None] >= launch.lo[None, :]) & (live[:, None] + size <= launch.hi[None, :])).any(axis=1)
-    if inside.all():
-        return
-    _raise_oob(launch, kind, live[~inside], int(size))
+    if not inside.all():
+        _raise_oob(launch, kind, live[~inside], int(size))
+    _track(launch, kind, live)
+
+
+def _program() -> tuple[int, int, int]:
+    from triton.runtime import interpreter as ti
+
+    return tuple(int(i) for i in (ti.interpreter_builder.grid_idx or (0, 0, 0)))
+
+
+def _track(launch: _Launch, kind: str, addrs: np.ndarray) -> None:
+    """Record this program's accesses to ``addrs``; raise RaceError when another program's access conflicts."""
+    prog, line = _program(), None
+    tab = launch.touched
+    for a in np.unique(addrs).tolist():
+        rec = tab.get(a)
+        if rec is None:
+            if line is None:
+                line = _kernel_line(launch).strip(" ()")
+            tab[a] = [None, False, prog, line] if kind == "load" else [prog, kind == "atomic", None, line]
+            continue
+        hazard = _conflict(rec, kind, prog)
+        if hazard is not None:
+            _raise_race(launch, kind, a, prog, hazard, rec)
+        if kind == "load":
+            rec[2] = prog if rec[2] in (None, prog) else _MANY
+        else:
+            if line is None:
+                line = _kernel_line(launch).strip(" ()")
+            rec[0], rec[1], rec[3] = prog, kind == "atomic" or (rec[1] and rec[0] == prog), line
+
+
+def _conflict(rec: list, kind: str, prog: tuple) -> str | None:
+    """Return the hazard ('RAW', 'WAW', 'WAR') of ``prog``'s ``kind`` access against ``rec``, or None."""
+    writer, atomic, reader = rec[0], rec[1], rec[2]
+    other_wrote = writer is not None and writer != prog
+    other_read = reader is not None and reader != prog
+    if kind == "load":
+        return "RAW" if other_wrote and not atomic else None
+    if kind == "store":
+        return "WAW" if other_wrote else "WAR" if other_read else None
+    return "WAW" if other_wrote and not atomic else "WAR" if other_read else None  # an atomic
+
+
+def _raise_race(launch: _Launch, kind: str, addr: int, prog: tuple, hazard: str, rec: list) -> None:
+    from workbench.cuda.errors import RaceError
+
+    buf, off = _blame(launch, addr)
+    what = f"{buf.name} + {off}" if buf is not None else hex(addr)
+    first = rec[0] if hazard in ("RAW", "WAW") else rec[2]
+    first_s = "several programs" if first == _MANY else f"program {first}"
+    did = {"RAW": "stored to", "WAW": "stored to", "WAR": "read"}[hazard]
+    verb = {"load": "reads", "store": "stores to", "atomic": "atomically updates"}[kind]
+    line = _kernel_line(launch)
+    record = {"kernel": launch.kernel, "hazard": hazard, "arg": buf.name if buf else None, "offset": off,
+              "first": {"program": first, "line": rec[3]},
+              "second": {"program": prog, "line": line.strip(" ()"), "access": kind}}
+    msg = (f"racecheck: {hazard} hazard in Triton kernel {launch.kernel}: program {prog} {verb} {what}{line}, which "
+           f"{first_s} {did} ({rec[3]}) in the same launch. Programs of one launch run in any order on a GPU: an "
+           "element several programs write needs tl.atomic_* (or one owner), and a value one program writes cannot "
+           "be read by another in the same launch.")
+    raise RaceError(msg, [record], 1)
 
 
 def _blame(launch: _Launch, addr: int) -> tuple[_Buffer | None, int]:
@@ -298,11 +369,9 @@ def _blame(launch: _Launch, addr: int) -> tuple[_Buffer | None, int]:
 
 
 def _raise_oob(launch: _Launch, kind: str, bad: np.ndarray, size: int) -> None:
-    from triton.runtime import interpreter as ti
-
     from workbench.cuda.errors import MemcheckError
 
-    program = tuple(int(i) for i in (ti.interpreter_builder.grid_idx or (0, 0, 0)))
+    program = _program()
     records = []
     for addr in sorted({int(a) for a in bad})[:8]:
         buf, off = _blame(launch, addr)
@@ -311,8 +380,9 @@ def _raise_oob(launch: _Launch, kind: str, bad: np.ndarray, size: int) -> None:
                         "numel": buf.numel if buf else None, "line": _kernel_line(launch).strip(" ()")})
     first = records[0]
     if first["arg"] is not None:
-        what = (f"{first['arg']} + {first['offset']} (element offset; {first['arg']} holds {first['numel']} "
-                "elements)")
+        n_el = first["numel"]
+        what = f"{first['arg']} + {first['offset']} (element offset; {first['arg']} holds {n_el} element" + \
+            ("s)" if n_el != 1 else ")")
     else:
         what = f"address {hex(int(bad[0]))} (the launch has no tensor arguments)"
     n = int(bad.size)

@@ -17,6 +17,11 @@ When elements are wrong it names the pattern:
 - ``computed_nan``: NaN/Inf the kernel computed where the reference is finite (not the poison): an overflow;
 - ``unwritten``: scattered elements never written; ``scattered``: anything else.
 
+Before those patterns, an op may recognise its own classic mistakes by recomputing them (``Op.explain``):
+``normalizer`` (softmax: each row, or each lane's share of it, off by one factor: a wrong max or sum),
+``online_rescale`` and ``causal_diagonal`` (attention: running sums not rescaled; the mask wrong at the diagonal),
+``swiglu`` (moe: a wrong expert activation).
+
 Every kernel call runs inside :func:`workbench._sanitize.sanitizing`, so the emulators check it as
 compute-sanitizer would: the CPU engine runs CUDA C with memcheck, initcheck and racecheck, the Numba simulator
 and the Triton interpreter check their accesses. What they find is the run's diagnosis, with the sanitizer's
@@ -79,12 +84,24 @@ DIAGNOSES = {
                     "rescale exp(m_old - m_new) while the running max is still -inf: a whole chunk or tile of -inf "
                     "needs the -inf guard), 0 / 0 (or an unwritten intermediate buffer cast into the output)",
     "scattered": "scattered wrong elements with no simple pattern: an indexing bug",
+    "normalizer": "each row (or each lane's share of a row) is off by one constant factor: the row's max or sum is "
+                  "wrong: a reduction that misses lanes or elements (shuffle offsets, too few butterfly steps, a "
+                  "result not broadcast to every lane), counts padding (load masked lanes as -inf, not 0), or an "
+                  "online sum not rescaled when the max moves",
+    "online_rescale": "the online softmax's running sums are not rescaled when a row's max grows: when a key tile "
+                      "raises m_i to m_new, multiply l_i and acc by exp(m_i - m_new) before adding the new tile",
+    "causal_diagonal": "the causal mask is wrong at the diagonal: a query sees keys past itself (an off-by-one in "
+                       "key <= query, or no mask inside the tile that straddles the diagonal) or misses keys up to "
+                       "itself (key < query, or a key loop that stops before the diagonal tile)",
+    "swiglu": "the expert activation is not SiLU(gate) * up: the up half is dropped, SiLU is left out or replaced by "
+              "a sigmoid, or gate and up (rows 0..I-1 and I..2I-1 of w1) are swapped",
     "out_of_bounds": "the kernel read or wrote outside a buffer (memcheck): a missing bounds check (if (i < n), a "
                      "mask on tl.load/tl.store) or a wrong index; the message names the thread or program, the "
                      "buffer and the offset",
-    "race": "two threads touched the same address between the same two barriers, at least one writing, and not "
-            "atomically (racecheck): a missing __syncthreads()/cuda.syncthreads() between writing shared memory "
-            "and reading or overwriting it, or a plain read-modify-write where an atomic is needed",
+    "race": "two threads (or two Triton programs of one launch) touched the same address between the same two "
+            "barriers, at least one writing, and not atomically (racecheck): a missing __syncthreads()/"
+            "cuda.syncthreads() between writing shared memory and reading or overwriting it, or a plain "
+            "read-modify-write or store where an atomic is needed",
     "uninitialized": "the kernel read shared memory that no thread wrote (initcheck): a tile element that is never "
                      "loaded (zero-fill the out-of-range ones), or a read before the writes without a barrier",
     "mutated_input": "the kernel changed one of its inputs: inputs are read-only, so write only to the outputs you "
@@ -321,6 +338,17 @@ def _compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> 
     return bad, tol
 
 
+def close_to(out: torch.Tensor, alt: torch.Tensor, atol: float, rtol: float) -> bool:
+    """Return True when ``out`` matches ``alt`` elementwise within ``atol + rtol * |alt|`` (NaN matches NaN)."""
+    if out.shape != alt.shape:
+        return False
+    o, a = out.double(), alt.double()
+    both_nan = torch.isnan(o) & torch.isnan(a)
+    same_inf = torch.isinf(a) & (o == a)
+    near = (o - a).abs() <= atol + rtol * a.abs().nan_to_num(posinf=0.0, neginf=0.0)
+    return bool((both_nan | same_inf | near).all())
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -476,8 +504,7 @@ def _failed_call(res: CaseResult, e: Exception) -> CaseResult:
 def _quiet_floating_point() -> Iterator[None]:
     """Silence numpy's floating-point RuntimeWarnings of the emulators (-inf - -inf ...): the checker judges values."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.filterwarnings("ignore", message=r".*(invalid value|overflow|divide by zero|underflow) encountered",
-                                category=RuntimeWarning)
+        warnings.filterwarnings("ignore", message=r".*(encountered|empty slice)", category=RuntimeWarning)
         yield
 
 
@@ -549,6 +576,13 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
     if spec.canonical is not None:  # an order the contract leaves free is put in canonical form first
         outs = list(spec.canonical(outs, refs, *inputs, **kw))
     _compare_outputs(res, spec, shape, dt, outs, refs, touts)
+    if not res.ok and spec.explain is not None:  # the op names a classic mistake it recognises in these outputs
+        atol, rtol = spec.tolerance(dt, shape) if spec.tolerance else (1e-5, 1e-5)
+        key = spec.explain([o.detach().double().cpu() for o in outs], [r.double().cpu() for r in refs],
+                           tuple(t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in inputs), kw,
+                           max(atol, 2 * (res.torch_err or 0.0)), rtol)
+        if key is not None:
+            res.diagnosis = key
     return res
 
 

@@ -93,6 +93,10 @@ class Op:
     # Put a kernel's outputs in the contract's canonical form before they are compared (an order the contract
     # leaves free, e.g. slots scattered with atomics): canonical(outputs, ref_outputs, *inputs, **kw) -> outputs.
     canonical: Callable[..., list[torch.Tensor]] | None = None
+    # Name an op-specific classic mistake of a failing run before the generic patterns are tried, by recomputing
+    # the mistake (attention: the causal diagonal tile left unmasked): explain(outputs, ref_outputs, inputs, kw,
+    # atol, rtol) -> a key of workbench.checker.DIAGNOSES, or None.
+    explain: Callable[..., str | None] | None = None
 
     def __post_init__(self) -> None:
         raw = self.bytes

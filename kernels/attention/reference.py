@@ -7,9 +7,11 @@
   Sq != Sk (the mask is ``ones(Sq, Sk).tril(0)``), so every query row sees at least key 0.
 - FLOPs follow the FlashAttention papers: 4*B*H*Sq*Sk*D for the two matmuls, halved when causal.
 - NaN inputs propagate as in torch: a NaN in query row i makes output row i NaN; a NaN in key j makes every row
-  that sees key j NaN; a NaN in v[j, d] makes column d NaN in the rows that see key j. Empty B, H, Sq or Sk give
+  that sees key j NaN; a NaN in v[j, d] makes column d NaN in the rows that see key j (the ``nan`` case puts it at
+  key 0, which every row sees: whether a masked key's NaN leaks through 0 * NaN is left free, as kernels skip
+  masked tiles). Empty B, H, Sq or Sk give
   an empty (or, for Sk = 0, zero) output; D must be >= 1.
-- Input cases: ``random``; ``nan`` (q[0,0,0,0], k of the last batch and head at key Sk//2, v[0,0,Sk-1,D-1] are
+- Input cases: ``random``; ``nan`` (q[0,0,0,0], k of the last batch and head at key Sk//2, v[0,0,0,D-1] are
   NaN), run by default on the four small D = 16 shapes only (the emulated kernels are slow).
 """
 
@@ -56,6 +58,56 @@ def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     return torch.softmax(s, dim=-1) @ v.double()
 
 
+TILES = (16, 32, 64, 128)  # key / query tile sizes a kernel might use, for recognising its mistakes
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, keep: torch.Tensor) -> torch.Tensor:
+    """Return softmax(scale q k^T masked to ``keep`` [Sq, Sk]) v in float64 (a row that keeps no key is NaN)."""
+    s = (q.double() @ k.double().transpose(-1, -2) * scale).masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v.double()
+
+
+def _online_without_rescale(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, keep: torch.Tensor,
+                            tile: int, rescale_l: bool, rescale_acc: bool) -> torch.Tensor:
+    """Return FlashAttention's forward over key tiles of ``tile`` with l_i and/or acc left unrescaled (float64)."""
+    s = (q.double() @ k.double().transpose(-1, -2) * scale).masked_fill(~keep, float("-inf"))
+    m = torch.full(s.shape[:-1], float("-inf"), dtype=torch.float64)
+    l_i = torch.zeros(s.shape[:-1], dtype=torch.float64)
+    acc = torch.zeros((*s.shape[:-1], v.shape[-1]), dtype=torch.float64)
+    for j0 in range(0, s.shape[-1], tile):
+        st = s[..., j0:j0 + tile]
+        m_new = torch.maximum(m, st.amax(dim=-1))
+        p = torch.exp(st - m_new[..., None])
+        alpha = torch.exp(m - m_new)
+        l_i = (l_i * alpha if rescale_l else l_i) + p.sum(dim=-1)
+        acc = (acc * alpha[..., None] if rescale_acc else acc) + p @ v.double()[..., j0:j0 + tile, :]
+        m = m_new
+    return acc / l_i[..., None]
+
+
+def explain(outs: list[torch.Tensor], refs: list[torch.Tensor], inputs: tuple, kw: dict, atol: float,
+            rtol: float) -> str | None:
+    """Name attention's classic mistakes by recomputing them: the causal diagonal tile, the online rescale."""
+    from workbench.checker import close_to
+
+    q, k, v = inputs[:3]
+    out, causal = outs[0], bool(kw.get("causal", False))
+    sq, sk, d = q.shape[2], k.shape[2], q.shape[3]
+    scale = kw.get("scale") or 1.0 / math.sqrt(d)
+    i, j = torch.arange(sq)[:, None], torch.arange(sk)[None, :]
+    keep = j <= i if causal else torch.ones(sq, sk, dtype=torch.bool)
+    if causal:  # off by one either way; the diagonal tile unmasked inside; the loop stopping before the diagonal tile
+        wrongs = [j <= i + 1, j < i] + [w for t in TILES for w in (j < (i // t + 1) * t, j < (i // t) * t)]
+        for wrong in wrongs:
+            if close_to(out, _attend(q, k, v, scale, wrong), atol, rtol):
+                return "causal_diagonal"
+    for t in (t for t in TILES if t < sk):  # one key tile: nothing to rescale
+        for rescale_l, rescale_acc in ((True, False), (False, True), (False, False)):
+            if close_to(out, _online_without_rescale(q, k, v, scale, keep, t, rescale_l, rescale_acc), atol, rtol):
+                return "online_rescale"
+    return None
+
+
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
     g = torch.Generator().manual_seed(seed)
     b, h, sq, sk, d = (sizes[k] for k in ("B", "H", "Sq", "Sk", "D"))
@@ -63,7 +115,7 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     if case == "nan" and q.numel() and k.numel():
         q[0, 0, 0, 0] = float("nan")  # output row 0 of (batch 0, head 0)
         k[-1, -1, sk // 2, 0] = float("nan")  # every row of the last (batch, head) that sees key Sk//2
-        v[0, 0, sk - 1, d - 1] = float("nan")  # column D-1 of the rows that see the last key
+        v[0, 0, 0, d - 1] = float("nan")  # column D-1 of every row: all see key 0 (causal too; 0 * NaN is NaN)
     return tuple(t.to(dtype).to(device) for t in (q, k, v))
 
 
@@ -106,6 +158,7 @@ OP = register_op(Op(
     tolerance=tolerance,
     package="kernels.attention.variants",
     cases=("random", "nan"),
+    explain=explain,
     case_shapes={"nan": lambda s: s["D"] == 16 and 1 < s["Sq"] * s["Sk"] <= 17 * 40},
     bench_shapes={"gpu": [{"B": 16384 // s, "H": 16, "Sq": s, "Sk": s, "D": 128, "causal": False}
                           for s in (512, 1024, 2048, 4096, 8192, 16384)],
