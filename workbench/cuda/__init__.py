@@ -130,16 +130,16 @@ class Function:
         ``checked=True`` (or the module's ``checked``, or an active ``workbench._sanitize.sanitizing()``) runs
         the launch under memcheck, racecheck and initcheck in cpu mode.
         """
-        chk = bool(self._module.checked if checked is None else checked) or _sanitize.active()
+        chk = bool(self._module.checked if checked is None else checked)
         if MODE == "gpu":
-            if chk:
+            if chk:  # asked for explicitly (the checker's sanitizing() switch is for the emulators only)
                 _warn_checked_gpu()
             if self.max_dynamic_shared_size_bytes:
                 self._fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
             return self._fn(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
         from workbench.cuda import _cpu
 
-        mod = self._module._cpu_module(chk)
+        mod = self._module._cpu_module(chk or _sanitize.active())
         _cpu.launch(mod, mod.kernel(self.name), grid, block, args, shared_mem, self.max_dynamic_shared_size_bytes)
         return None
 

@@ -158,15 +158,39 @@ WB_SAN_HOOK void __ubsan_handle_type_mismatch_v1_abort(wb_type_mismatch* data, u
   __ubsan_handle_type_mismatch_v1(data, ptr);
 }
 
+// memcpy/memset/memmove of device code: the compiler expands small constant sizes into (instrumented) loads and
+// stores, but calls the C library, which is not instrumented, for the others: tell the sanitizer about those.
+WB_NO_SAN __attribute__((noinline)) static void wb_san_range(const void* a, size_t n, unsigned f) {
+  wb_san_hook(a, n, f, __builtin_return_address(0));
+}
+static inline __attribute__((always_inline)) void* wb_san_memcpy(void* d, const void* s, size_t n) {
+  if (!__builtin_constant_p(n) || n > 64) {
+    wb_san_range(s, n, WB_SAN_READ);
+    wb_san_range(d, n, WB_SAN_WRITE);
+  }
+  return __builtin_memcpy(d, s, n);
+}
+static inline __attribute__((always_inline)) void* wb_san_memmove(void* d, const void* s, size_t n) {
+  if (!__builtin_constant_p(n) || n > 64) {
+    wb_san_range(s, n, WB_SAN_READ);
+    wb_san_range(d, n, WB_SAN_WRITE);
+  }
+  return __builtin_memmove(d, s, n);
+}
+static inline __attribute__((always_inline)) void* wb_san_memset(void* d, int c, size_t n) {
+  if (!__builtin_constant_p(n) || n > 64) wb_san_range(d, n, WB_SAN_WRITE);
+  return __builtin_memset(d, c, n);
+}
+namespace std {
+using ::wb_san_memcpy;
+using ::wb_san_memmove;
+using ::wb_san_memset;
+}  // namespace std
+#define memcpy(d, s, n) wb_san_memcpy(d, s, n)
+#define memmove(d, s, n) wb_san_memmove(d, s, n)
+#define memset(d, c, n) wb_san_memset(d, c, n)
+
 namespace wb {
-// A copy the hooks see even where the compiler calls the C library's memcpy (which is not instrumented).
-WB_NO_SAN __attribute__((noinline)) static void san_copy(void* d, const void* s, size_t n) {
-  wb_san_hook(s, n, WB_SAN_READ, __builtin_return_address(0));
-  wb_san_hook(d, n, WB_SAN_WRITE, __builtin_return_address(0));
-  std::memcpy(d, s, n);
-}
-WB_NO_SAN __attribute__((noinline)) static void san_zero(void* d, size_t n) {
-  wb_san_hook(d, n, WB_SAN_WRITE, __builtin_return_address(0));
-  std::memset(d, 0, n);
-}
+static inline void san_copy(void* d, const void* s, size_t n) { memcpy(d, s, n); }
+static inline void san_zero(void* d, size_t n) { memset(d, 0, n); }
 }  // namespace wb

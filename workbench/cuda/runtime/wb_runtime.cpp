@@ -1031,6 +1031,7 @@ void install_fault_handlers(bool on) {
 }
 
 void sigint_handler(int sig, siginfo_t* si, void* uc) {
+  if (!(g_old_int.sa_flags & SA_SIGINFO) && g_old_int.sa_handler == SIG_IGN) return;  // the process ignores Ctrl-C
   g_sigint = 1;
   if (g_old_int.sa_flags & SA_SIGINFO) {
     if (g_old_int.sa_sigaction) g_old_int.sa_sigaction(sig, si, uc);
@@ -1057,9 +1058,14 @@ struct Watchdog {
   std::condition_variable cv;
   Launch* cur = nullptr;
   bool started = false;
+  pid_t owner = getpid();
 
   void begin(Launch* L) {
     std::lock_guard<std::mutex> g(mu);
+    if (owner != getpid()) {  // a forked child: the parent's watchdog thread does not exist here
+      owner = getpid();
+      started = false;
+    }
     if (!started) {
       started = true;
       std::thread([this] { loop(); }).detach();
