@@ -79,6 +79,9 @@ def clear_cache() -> None:
     from workbench.cuda import _cpu
 
     _cpu._loaded.clear()
+    _cpu._images.clear()
+    _cpu._rz_objects.clear()
+    _cpu._prelude_names.clear()
     shutil.rmtree(_cpu.cache_dir(), ignore_errors=True)
 
 

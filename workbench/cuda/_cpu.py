@@ -237,7 +237,7 @@ _rz_objects: dict[str, tuple[Path, Path]] = {}
 def _redzone_objects(cxx: str) -> tuple[Path, Path]:
     """Return the two objects a checked module is linked between: a REDZONE-byte TLS array each."""
     key = _hash(_cxx_id(cxx), str(REDZONE))
-    if key in _rz_objects:
+    if key in _rz_objects and all(p.exists() for p in _rz_objects[key]):
         return _rz_objects[key]
     out = []
     for side in ("front", "back"):
