@@ -373,8 +373,9 @@ class CpuModule:
         self.base = int(runtime().wb_module_base(lib._handle))
         if self.checked:  # the static shared memory: from the first user variable to the end of the last one
             front = self.image.tls_symbol("wb_rz_front")
-            user = [t for t in self.image.tls if t.size and not t.name.startswith("wb_rz_")]  # guards too
-            lo = min((t.value for t in user), default=front.value + front.size if front else 0)
+            start = front.value + front.size if front else 0
+            user = [t for t in self.image.tls if t.size and t.value >= start and not t.name.startswith("wb_rz_")]
+            lo = min((t.value for t in user), default=start)  # (C++ guard variables included: never reported)
             self.static_window = (lo, max((t.value + t.size for t in user), default=lo) - lo)
         table = ctypes.cast(lib.wb_kernels, ctypes.POINTER(_Entry))
         entries = []
