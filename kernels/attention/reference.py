@@ -7,11 +7,12 @@
   Sq != Sk (the mask is ``ones(Sq, Sk).tril(0)``), so every query row sees at least key 0.
 - FLOPs follow the FlashAttention papers: 4*B*H*Sq*Sk*D for the two matmuls, halved when causal.
 - NaN inputs propagate as in torch: a NaN in query row i makes output row i NaN; a NaN in key j makes every row
-  that sees key j NaN; a NaN in v[j, d] makes column d NaN in the rows that see key j (the ``nan`` case puts it at
-  key 0, which every row sees: whether a masked key's NaN leaks through 0 * NaN is left free, as kernels skip
-  masked tiles). Empty B, H, Sq or Sk give
+  that sees key j NaN; a NaN in v[j, d] makes column d NaN in the rows that see key j. Whether a NaN at a key a row
+  does not see leaks into that row is left free (torch's math backend leaks it through its additive mask and
+  0 * NaN, its flash kernels skip masked tiles), so the ``nan`` case puts its key and value NaNs at key 0, which
+  every row sees. Empty B, H, Sq or Sk give
   an empty (or, for Sk = 0, zero) output; D must be >= 1.
-- Input cases: ``random``; ``nan`` (q[0,0,0,0], k of the last batch and head at key Sk//2, v[0,0,0,D-1] are
+- Input cases: ``random``; ``nan`` (q[0,0,0,0], k[-1,-1,0,0], v[0,0,0,D-1] are
   NaN), run by default on the four small D = 16 shapes only (the emulated kernels are slow).
 """
 
@@ -114,7 +115,7 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     q, k, v = (randn(s, torch.float32, g, torch.device("cpu")) for s in ((b, h, sq, d), (b, h, sk, d), (b, h, sk, d)))
     if case == "nan" and q.numel() and k.numel():
         q[0, 0, 0, 0] = float("nan")  # output row 0 of (batch 0, head 0)
-        k[-1, -1, sk // 2, 0] = float("nan")  # every row of the last (batch, head) that sees key Sk//2
+        k[-1, -1, 0, 0] = float("nan")  # every row of the last (batch, head): all see key 0
         v[0, 0, 0, d - 1] = float("nan")  # column D-1 of every row: all see key 0 (causal too; 0 * NaN is NaN)
     return tuple(t.to(dtype).to(device) for t in (q, k, v))
 

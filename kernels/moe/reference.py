@@ -154,8 +154,8 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     logits = torch.stack([ladder[torch.randperm(e, generator=g)] for _ in range(t)]) if t else torch.zeros(0, e)
     if case == "one_expert":  # every token's favourite is expert 0 by a wide margin
         logits[:, 0] = 10.0
-    w1 = _weights((e, 2 * i, d), dtype, g, device, d**-0.5, seed + 1)
-    w2 = _weights((e, d, i), dtype, g, device, i**-0.5, seed + 2)
+    w1 = _weights((e, 2 * i, d), dtype, g, device, max(d, 1) ** -0.5, seed + 1)  # d or I = 0: empty weights
+    w2 = _weights((e, d, i), dtype, g, device, max(i, 1) ** -0.5, seed + 2)
     return x, logits.to(dtype).to(device), w1, w2, k
 
 
