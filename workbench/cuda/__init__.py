@@ -124,7 +124,8 @@ class Function:
             except Exception as e:
                 raise _wrap_cupy_error(e, module.source) from e
         else:
-            module._cpu_module(module.checked).kernel(name)  # compile now; raises for unknown names
+            # compile now (the build the next launch uses); raises for unknown names
+            module._cpu_module(module.checked or _sanitize.active()).kernel(name)
 
     def __call__(self, grid: Dims, block: Dims, args: Sequence[Any], *, shared_mem: int = 0,
                  checked: bool | None = None, **kwargs: Any) -> None:
