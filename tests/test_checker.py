@@ -418,9 +418,7 @@ def test_mutating_an_input_is_a_failure_even_where_it_widened_the_tolerance():
     pure = wb.check(same_but_pure, "vecadd", dtypes=["float16"], shapes=[{"N": 1023}], seeds=(0,))
     assert not pure.ok and pure.diagnosis == "scale"  # the tolerance the baseline sets on pristine inputs
 
-
-def test_a_nan_payload_written_back_unchanged_is_not_a_mutation():
-    def touches_but_restores(x, y):
+    def touches_but_restores(x, y):  # what the inputs hold afterwards is what counts, bit for bit
         saved = x.clone()
         x.mul_(2.0)
         x.copy_(saved)

@@ -185,6 +185,9 @@ MISTAKES = [
 ]
 
 
+assert {m[0] for m in MISTAKES} == set(IDS), "every exercise needs its classic mistake here"
+
+
 def _mistaken(ex, edits, tmp_path):
     """Return the exercise's solution with ``edits`` applied, loaded from a file (Triton needs the source)."""
     src = ex.solution_file.read_text()
@@ -194,10 +197,6 @@ def _mistaken(ex, edits, tmp_path):
     path = tmp_path / ex.solution_file.name
     path.write_text(src)
     return load_function(path, ex.entry)
-
-
-def test_every_exercise_has_a_classic_mistake():
-    assert {m[0] for m in MISTAKES} == set(IDS)
 
 
 @pytest.mark.parametrize("ex_id,mistake,edits,diagnosis", MISTAKES, ids=[f"{m[0]}: {m[1]}" for m in MISTAKES])
