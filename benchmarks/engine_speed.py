@@ -1,8 +1,10 @@
 """Measure the CPU engine against Numba's CUDA simulator on the same 16x16 shared-memory tiled SGEMM.
 
-Prints, from one run: the engine and the simulator at 64^3 (and the speed-up), and the engine at 256^3.
+Prints, from one run: the engine and the simulator at 64^3 (and the speed-up), the engine at 256^3, and the cost
+of the engine's sanitizers: a checked launch (memcheck + racecheck + initcheck, one worker thread) against a normal
+launch on one worker and on all of them, at 64^3.
 The simulator runs in a subprocess because NUMBA_ENABLE_CUDASIM must be set before numba is imported.
-Usage: python benchmarks/engine_speed.py [--repeat 3]
+Usage: python benchmarks/engine_speed.py [--repeat 3] [--skip-numba]
 """
 
 from __future__ import annotations
@@ -59,11 +61,14 @@ print(json.dumps({"best": min(times), "err": float(np.abs(C - A @ B).max())}))
 """
 
 
-def engine_time(n: int, repeat: int) -> tuple[float, float]:
-    """Return (best seconds, max abs error) of the engine's tiled SGEMM at n^3 (compile excluded)."""
+def engine_time(n: int, repeat: int, checked: bool = False) -> tuple[float, float]:
+    """Return (best seconds, max abs error) of the engine's tiled SGEMM at n^3 (compile excluded).
+
+    ``checked``: the launch runs under memcheck, racecheck and initcheck (RawKernel(..., checked=True)).
+    """
     from workbench import cuda
 
-    k = cuda.RawKernel(SGEMM, "sgemm_tiled").compile()
+    k = cuda.RawKernel(SGEMM, "sgemm_tiled", checked=checked).compile()
     rng = np.random.default_rng(0)
     A = rng.standard_normal((n, n)).astype(np.float32)
     B = rng.standard_normal((n, n)).astype(np.float32)
@@ -94,17 +99,31 @@ def main() -> None:
     """Run the comparison and print both figures."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-numba", action="store_true", help="leave out the (slow) Numba simulator run")
     args = ap.parse_args()
     os.environ.setdefault("WORKBENCH_MODE", "cpu")
     from workbench.cuda import _cpu
 
-    print(f"CPU engine: {_cpu.n_threads()} worker thread(s); numba simulator: NUMBA_ENABLE_CUDASIM=1 (subprocess)")
+    nthr = _cpu.n_threads()
+    print(f"CPU engine: {nthr} worker thread(s); numba simulator: NUMBA_ENABLE_CUDASIM=1 (subprocess)")
     e64, err_e = engine_time(64, args.repeat)
-    s64, err_s = numba_sim_time(64, max(1, min(args.repeat, 2)))
+    if not args.skip_numba:
+        s64, err_s = numba_sim_time(64, max(1, min(args.repeat, 2)))
+        print(f"tiled SGEMM 16x16,  64^3: engine {e64 * 1e3:8.2f} ms | numba sim {s64 * 1e3:9.1f} ms | "
+              f"speed-up {s64 / e64:7.0f}x   (max err {err_e:.1e} / {err_s:.1e})")
     e256, err_256 = engine_time(256, args.repeat)
-    print(f"tiled SGEMM 16x16,  64^3: engine {e64 * 1e3:8.2f} ms | numba sim {s64 * 1e3:9.1f} ms | "
-          f"speed-up {s64 / e64:7.0f}x   (max err {err_e:.1e} / {err_s:.1e})")
     print(f"tiled SGEMM 16x16, 256^3: engine {e256 * 1e3:8.2f} ms   (target < 3000 ms; max err {err_256:.1e})")
+    sanitizer_cost(args.repeat, e64, nthr)
+
+
+def sanitizer_cost(repeat: int, e64: float, nthr: int) -> None:
+    """Print the checked launch's time at 64^3 against a normal launch on one worker and on ``nthr``."""
+    os.environ["WORKBENCH_CPU_THREADS"] = "1"  # checked launches always run on one worker (deterministic reports)
+    one, _ = engine_time(64, max(repeat, 5))
+    chk, err = engine_time(64, max(repeat, 5), checked=True)
+    print(f"sanitizers (memcheck+racecheck+initcheck), 64^3: checked {chk * 1e3:8.2f} ms | normal, 1 worker "
+          f"{one * 1e3:6.2f} ms ({chk / one:5.1f}x) | normal, {nthr} worker(s) {e64 * 1e3:6.2f} ms "
+          f"({chk / e64:5.1f}x)   (max err {err:.1e})")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ wb.variants("attention_bwd")
 from kernels.attention import v6_triton_fa2 as fa2  # noqa: E402
 from kernels.attention_bwd import v1_triton_fa2_bwd as fa2_bwd  # noqa: E402
 
-WRONG = {"wrong_no_rescale": "scattered", "wrong_causal_off_by_one": "scattered"}
+WRONG = {"wrong_no_rescale": "online_rescale", "wrong_causal_off_by_one": "causal_diagonal"}
 
 
 def _shape(b: int, h: int, sq: int, sk: int, d: int, causal: bool) -> dict:

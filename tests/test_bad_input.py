@@ -220,3 +220,107 @@ def test_exercise_wrong_signature_is_a_type_error():
 def test_check_wrong_variant_for_op():
     with pytest.raises(ValueError, match="not a variant of op 'vecadd'"):
         wb.check(wb.variant("gemm", "torch_matmul"), "vecadd")
+
+
+# ------------------------------------------------------------------------------- sizes and empty problems
+
+
+@pytest.mark.parametrize("size,words", [(4.5, "must be an int"), (-1, "must be >= 0"), (True, "must be an int"),
+                                        ("8", "must be an int")])
+def test_make_inputs_refuses_bad_sizes_with_op_error(size, words):
+    with pytest.raises(wb.OpError) as ei:
+        wb.make_inputs("gemm", M=size, N=4, K=4)
+    assert "gemm" in str(ei.value) and "size M" in str(ei.value) and words in str(ei.value)
+
+
+def test_make_inputs_sizes_the_contract_refuses_are_op_errors():
+    with pytest.raises(wb.OpError, match="moe_align"):
+        wb.make_inputs("moe_align", T=4, top_k=3, E=2, block=16)  # top_k > E
+    with pytest.raises(wb.OpError, match="head dimension D must be >= 1"):
+        wb.make_inputs("attention", B=1, H=1, Sq=4, Sk=4, D=0)
+
+
+# One empty dimension at a time: every runnable variant returns what the float64 reference (torch's semantics) gives,
+# an empty tensor, or zeros for an empty inner dimension, instead of a launch error, a crash or a wild write.
+EMPTY = [("softmax", {"M": 0, "N": 33}), ("softmax", {"M": 5, "N": 0}),  # M = 0: a CUDA row block read past x
+         ("rmsnorm", {"M": 0, "N": 33}), ("rmsnorm", {"M": 5, "N": 0}),  # M = 0: cuda_vec wrote past out
+         ("gemm", {"M": 0, "N": 33, "K": 9}), ("gemm", {"M": 17, "N": 0, "K": 9}),
+         ("gemm_fp8", {"M": 0, "N": 33, "K": 9}), ("gemm_fp8", {"M": 17, "N": 33, "K": 0}),
+         ("moe", {"T": 3, "d": 16, "I": 0, "E": 4, "top_k": 2}),
+         ("attention_bwd", {"B": 1, "H": 0, "Sq": 17, "Sk": 17, "D": 16, "causal": False}),  # was SIGFPE (torch)
+         ("attention_bwd", {"B": 1, "H": 2, "Sq": 0, "Sk": 17, "D": 16, "causal": True})]
+
+
+@pytest.mark.parametrize("op,shape", EMPTY, ids=[f"{o}-{'-'.join(f'{k}{v}' for k, v in s.items())}" for o, s in EMPTY])
+def test_empty_problems_give_empty_results(op, shape):
+    from tests.conftest import cuda_engine_ready
+
+    _, kw = wb.get_op(op).split(shape)
+    inputs = wb.make_inputs(op, **shape)
+    ref = wb.reference(op)(*inputs, **kw)
+    refs = list(ref) if isinstance(ref, tuple) else [ref]
+    dt = wb.get_op(op).dtype_of(*inputs) if wb.get_op(op).dtype_of else inputs[0].dtype
+    failed = []
+    for v in wb.variants(op, runnable=True):
+        if (v.backend == "cuda" and cuda_engine_ready()) or v.why_not_here(dt, shape):
+            continue
+        try:
+            out = v(*inputs, **kw)
+        except Exception as e:  # noqa: BLE001  (collect every variant's failure, then report them together)
+            failed.append(f"{v.name}: {type(e).__name__}: {e}")
+            continue
+        for o, r in zip(out if isinstance(out, tuple) else (out,), refs, strict=True):
+            if tuple(o.shape) != tuple(r.shape):
+                failed.append(f"{v.name}: shape {tuple(o.shape)}, expected {tuple(r.shape)}")
+            elif not torch.allclose(o.double().cpu(), r.cpu(), atol=0.0, rtol=0.0):  # empty, or exact zeros
+                failed.append(f"{v.name}: values differ")
+    assert not failed, failed
+
+
+# ------------------------------------------------------------------------- bfloat16 under the interpreter
+
+
+def _bf16_dot_gemm(a, b):
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def dot_kernel(a_ptr, b_ptr, c_ptr, n: tl.constexpr):
+        r = tl.arange(0, n)
+        a = tl.load(a_ptr + r[:, None] * n + r[None, :])
+        b = tl.load(b_ptr + r[:, None] * n + r[None, :])
+        tl.store(c_ptr + r[:, None] * n + r[None, :], tl.dot(a, b).to(c_ptr.dtype.element_ty))
+
+    c = wb.empty((a.shape[0], b.shape[1]), a.dtype)
+    dot_kernel[(1,)](a, b, c, n=a.shape[0])
+    return c
+
+
+@requires_cpu_mode
+def test_bf16_dot_in_a_learners_triton_kernel_is_unsupported_here():
+    # Before: the interpreter's bf16 tl.dot worked on raw 16-bit patterns, off by ~1e10, and the checker blamed an
+    # indexing bug. Now the interpreter refuses it, naming the kernel, as the registered variants are refused.
+    with pytest.raises(wb.UnsupportedHere, match=r"dot_kernel.*tl\.dot on bfloat16") as ei:
+        wb.check(_bf16_dot_gemm, "gemm", dtypes=["bfloat16"], shapes=[{"M": 16, "N": 16, "K": 16}])
+    assert "GPU" in str(ei.value)
+    assert wb.check(_bf16_dot_gemm, "gemm", dtypes=["float16"], shapes=[{"M": 16, "N": 16, "K": 16}]).ok
+
+
+@requires_cpu_mode
+def test_bf16_arithmetic_in_a_triton_kernel_is_unsupported_here():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+    x, y = wb.make_inputs("vecadd", N=100, dtype="bfloat16")
+    with pytest.raises(wb.UnsupportedHere, match=r"add_kernel.*arithmetic \(add\) on bfloat16"):
+        add_kernel[(1,)](x, y, torch.empty_like(x), 100, BLOCK=128)
+    f = x.float()
+    out = torch.empty_like(f)
+    add_kernel[(1,)](f, y.float(), out, 100, BLOCK=128)  # float32 stays fine
+    assert torch.equal(out, f + y.float())

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import workbench as wb
-from tests.conftest import cuda_engine_ready
-from workbench.checker import DIAGNOSES, CheckReport
+from tests.conftest import ROOT, cuda_engine_ready
+from workbench.checker import DIAGNOSES, RUN_DIAGNOSES, CheckReport
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "moe_fp8")
 
@@ -57,7 +57,10 @@ def test_known_wrong_is_rejected_with_expected_diagnosis(op, name, wrong_reports
     s = rep.summary()
     assert s.startswith(f"FAIL {op}/{name}") and v.expected_diagnosis in s
     for c in rep.failures:
-        assert c.n_mismatch > 0 and c.worst is not None and c.first_indices
+        if c.diagnosis in RUN_DIAGNOSES:  # a sanitizer's finding or a mutated input: its message says where
+            assert c.detail and c.diagnosis in c.line()
+        else:
+            assert c.n_mismatch > 0 and c.worst is not None and c.first_indices
     with pytest.raises(AssertionError, match=f"diagnosis: {v.expected_diagnosis}"):
         rep.raise_if_failed()
 
@@ -376,3 +379,105 @@ def test_signature_counts_inputs_with_parentheses_inside_shapes():
     args = _signature_args(wb.get_op("moe_fp8").signature)
     assert len(args) == 8 and args[3] == "w1s[E,G(2I),G(d)]" and args[-1] == "renormalize=True"
     assert _signature_args("f(x[N], eps=1e-6) -> [N]") == ["x[N]", "eps=1e-6"]
+
+
+# ------------------------------------------------------------------------- sanitizers and mutated inputs
+NEW_DIAGNOSES = ("mutated_input", "out_of_bounds", "uninitialized", "race")
+
+
+def test_every_new_diagnosis_has_a_known_wrong_kernel_and_is_documented():
+    import workbench.checker as checker
+
+    expected = {v.expected_diagnosis for op in wb.ops() for v in wb.known_wrong(op)}
+    readme = (ROOT / "README.md").read_text()
+    for d in NEW_DIAGNOSES:
+        assert d in expected, f"no known-wrong kernel is diagnosed {d}"
+        assert d in DIAGNOSES and f"``{d}``" in checker.__doc__ and f"`{d}`" in readme, d
+    for d in DIAGNOSES:  # the op contracts' own diagnoses (explain) are in the one table too
+        assert d in checker.__doc__ or d in ("error", "bad_output"), d
+
+
+def vecadd_mutates_x(x, y):
+    out = (x + y) * 1.5
+    x.add_(100)
+    return out
+
+
+def test_mutating_an_input_is_a_failure_even_where_it_widened_the_tolerance():
+    # The issue's example: in fp16 the torch baseline, run after the call on the mutated x, made the "2x torch error"
+    # bound so wide that this wrong function passed. The inputs are now snapshotted and the baseline runs first.
+    rep = wb.check(vecadd_mutates_x, "vecadd", dtypes=["float16"], shapes=[{"N": 1023}], seeds=(0,))
+    assert not rep.ok and rep.diagnosis == "mutated_input", rep.summary()
+    (c,) = rep.cases
+    assert "input x was changed by the call: 1023/1023 elements differ" in c.detail
+    assert "mutated_input" in rep.summary()
+
+    def same_but_pure(x, y):
+        return (x + y) * 1.5
+
+    pure = wb.check(same_but_pure, "vecadd", dtypes=["float16"], shapes=[{"N": 1023}], seeds=(0,))
+    assert not pure.ok and pure.diagnosis == "scale"  # the tolerance the baseline sets on pristine inputs
+
+    def touches_but_restores(x, y):  # what the inputs hold afterwards is what counts, bit for bit
+        saved = x.clone()
+        x.mul_(2.0)
+        x.copy_(saved)
+        return x + y
+
+    assert wb.check(touches_but_restores, "vecadd", shapes=[{"N": 17}], seeds=(0,)).ok
+
+
+def test_sanitizer_errors_become_their_diagnoses():
+    from workbench._sanitize import active
+    from workbench.cuda.errors import MemcheckError, RaceError, UninitializedError
+
+    seen = []
+
+    def raising(kind):
+        def fn(x, y):
+            seen.append(active())  # the checker runs every call sanitized
+            raise kind(f"{kind.tool}: thread (3, 0, 0) of block (1, 0, 0) at add.cu:7, offset 1025", [], 1)
+
+        return fn
+
+    for kind, diag in ((MemcheckError, "out_of_bounds"), (RaceError, "race"), (UninitializedError, "uninitialized")):
+        rep = wb.check(raising(kind), "vecadd", shapes=[{"N": 17}], seeds=(0,))
+        assert rep.diagnosis == diag and all(c.diagnosis == diag for c in rep.cases)
+        assert "thread (3, 0, 0) of block (1, 0, 0) at add.cu:7, offset 1025" in rep.cases[0].detail
+        assert diag in rep.summary() and DIAGNOSES[diag] in rep.summary()
+    assert seen and all(seen)
+
+
+def test_triton_out_of_bounds_names_kernel_argument_and_offset():
+    rep = wb.check(wb.variant("vecadd", "wrong_unmasked"), shapes=[{"N": 1025}], dtypes=["float32"], seeds=(0,))
+    (c,) = rep.cases
+    assert c.diagnosis == "out_of_bounds"
+    assert "Triton kernel add_unmasked" in c.detail and "x_ptr + 1025" in c.detail and "program (4, 0, 0)" in c.detail
+    assert "wrong.py:" in c.detail  # the line of the load
+
+
+def test_triton_programs_storing_to_one_element_race():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sum_into_first(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        part = tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0)
+        tl.store(out_ptr + tl.program_id(0) * 0, part)  # every program stores its partial sum to out[0]
+
+    def vecadd_racy(x, y):
+        out = wb.empty_like(x)
+        sum_into_first[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+        return x + y
+
+    rep = wb.check(vecadd_racy, "vecadd", shapes=[{"N": 200}], seeds=(0,))
+    assert rep.diagnosis == "race", rep.summary()
+    assert "WAW hazard in Triton kernel sum_into_first: program (1, 0, 0) stores to out_ptr + 0" in rep.cases[0].detail
+
+
+def test_a_skip_reason_is_listed_once():
+    if wb.mode() != "cpu":
+        pytest.skip("bf16 Triton runs on a GPU")
+    rep = wb.check(wb.variant("vecadd", "triton_block"), dtypes=["bfloat16", "float32"], seeds=(0,))
+    assert len(rep.skipped) == 1 and rep.summary().count("bfloat16 under the Triton interpreter") == 1

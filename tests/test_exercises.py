@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 
 import pytest
 
@@ -129,3 +130,105 @@ def test_load_function_missing_entry(tmp_path):
     p.write_text("def other():\n    return 1\n")
     with pytest.raises(NameError, match="does not define vecadd"):
         load_function(p, "vecadd")
+
+
+# ------------------------------------------------------------------------------------------ classic mistakes
+# Each exercise's classic mistake, written into its own solution (so it stays in step with it): the exercise's check
+# must reject it with the diagnosis that names the mistake. (exercise, mistake, [(solution text, wrong text)], name)
+MISTAKES = [
+    ("vecadd-triton", "no mask on the loads and the store",
+     [("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs)"),
+      ("y = tl.load(y_ptr + offs, mask=mask)", "y = tl.load(y_ptr + offs)"),
+      ("tl.store(out_ptr + offs, x + y, mask=mask)", "tl.store(out_ptr + offs, x + y)")], "out_of_bounds"),
+    ("vecadd-numba-grid", "no `if i < n`",
+     [("    if i < n:  # the extra threads of the last block do nothing\n        out[i]", "    out[i]")],
+     "out_of_bounds"),
+    ("softmax-warp-shuffle", "__shfl_down_sync: only lane 0 gets the whole warp's max and sum",
+     [("fmaxf(v, __shfl_xor_sync(", "fmaxf(v, __shfl_down_sync("), ("v += __shfl_xor_sync(", "v += __shfl_down_sync(")],
+     "normalizer"),
+    ("softmax-online", "no -inf guard: exp(-inf - -inf) on a leading all -inf chunk",
+     [('ref = tl.where(m_new == -float("inf"), 0.0, m_new)', "ref = m_new")], "computed_nan"),
+    ("softmax-triton-row", "padding lanes loaded as 0 count in the sum",
+     [('other=-float("inf")', "other=0.0")], "normalizer"),
+    ("gemm-smem-tiling", "no second barrier before the next slice overwrites the tiles",
+     [("        cuda.syncthreads()\n    if row", "    if row")], "race"),
+    ("gemm-smem-tiling", "no zero fill of the out-of-range part of the a tile (K < one tile)",
+     [("        sa[ty, tx] = float32(a[row, k0 + tx]) if row < m and k0 + tx < k else float32(0.0)",
+       "        if row < m and k0 + tx < k:\n            sa[ty, tx] = float32(a[row, k0 + tx])")], "uninitialized"),
+    ("gemm-register-blocking", "no row guard on the loads of a",
+     [("ra[i] = float32(a[row0 + i, kk]) if row0 + i < m else float32(0.0)", "ra[i] = float32(a[row0 + i, kk])")],
+     "out_of_bounds"),
+    ("gemm-triton-grouped", "the last group taken as GROUP_M tile-rows tall",
+     [("group_m = tl.minimum(n_m - first_m, GROUP_M)", "group_m = GROUP_M")], "masking"),
+    ("moe-align-block-size", "a plain read and write of the cursor instead of an atomic",
+     [("        pos = cuda.atomic.add(cursor, ids[s], 1)",
+       "        pos = cursor[ids[s]]\n        cursor[ids[s]] = pos + 1")],
+     "race"),
+    ("moe-align-block-size", "rounding up by a whole extra block",
+     [("padded = (counts[e] + block - 1) // block * block", "padded = (counts[e] + block) // block * block")],
+     "out_of_bounds"),
+    ("moe-silu-and-mul", "SiLU(gate) without the up half",
+     [("act = gate * tl.sigmoid(gate) * up", "act = gate * tl.sigmoid(gate)")], "swiglu"),
+    ("moe-weighted-combine", "tl.store instead of tl.atomic_add into a token's row",
+     [("tl.atomic_add(out_ptr + tok[:, None] * d", "tl.store(out_ptr + tok[:, None] * d")], "race"),
+    ("attention-online-softmax", "acc not rescaled when the max grows",
+     [("acc = acc * alpha[:, None] + tl.dot(", "acc = acc + tl.dot(")], "online_rescale"),
+    ("attention-causal-skip", "no mask inside the tiles that straddle the diagonal",
+     [('            s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float("inf"))', "            s = s")],
+     "causal_diagonal"),
+    ("attention-bwd-dkdv", "dK without the softmax scale",
+     [('dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee") * scale',
+       'dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee")')], "scale"),
+    ("moe-fp8-requant", "one scale of 1 for every row instead of amax / 448 per row and group",
+     [("scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(h), axis=1), 1e-12), 448.0)",
+       "scale = tl.full((BLOCK_M,), 1.0, tl.float32)")], "precision"),
+]
+
+
+assert {m[0] for m in MISTAKES} == set(IDS), "every exercise needs its classic mistake here"
+
+
+def _mistaken(ex, edits, tmp_path):
+    """Return the exercise's solution with ``edits`` applied, loaded from a file (Triton needs the source)."""
+    src = ex.solution_file.read_text()
+    for old, new in edits:
+        assert src.count(old) == 1, f"{ex.solution_file.name} no longer holds exactly one {old!r}"
+        src = src.replace(old, new)
+    path = tmp_path / ex.solution_file.name
+    path.write_text(src)
+    return load_function(path, ex.entry)
+
+
+@pytest.mark.parametrize("ex_id,mistake,edits,diagnosis", MISTAKES, ids=[f"{m[0]}: {m[1]}" for m in MISTAKES])
+def test_classic_mistake_is_rejected_with_its_diagnosis(ex_id, mistake, edits, diagnosis, tmp_path, capsys):
+    ex = wb.exercise(ex_id)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rep = ex.check(_mistaken(ex, edits, tmp_path))
+    out = capsys.readouterr().out
+    assert not rep.ok and rep.diagnosis == diagnosis, rep.summary()
+    assert out.startswith(("Not yet", "Almost")) and f"What is wrong: {diagnosis}" in out, out
+    assert "Runs by shape:" in out and "Stuck? ex.hint()" in out
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
+
+
+def test_feedback_shows_the_run_that_raised_and_names_the_wrong_outputs(tmp_path, capsys):
+    ex = wb.exercise("moe-align-block-size")
+    rep = ex.check(_mistaken(ex, MISTAKES[10][2], tmp_path))  # rounding up by an extra block: runs off the end
+    out = capsys.readouterr().out
+    assert rep.diagnosis == "out_of_bounds"
+    # the message of the failing run itself, with the array, index and thread (not the first wrong-values run)
+    assert "sorted_ids[20] is outside its shape (20,)" in out or "expert_ids[20] is outside its shape (20,)" in out
+    lines = out.splitlines()
+    by_shape = [ln.strip() for ln in lines[lines.index("  Runs by shape:") + 1:] if ln.startswith("    ")]
+    assert len(by_shape) == len(ex.check_kw["shapes"])
+    assert any(ln.startswith("FAIL  T=5, top_k=4, E=4, block=1") and "out_of_bounds" in ln for ln in by_shape)
+    # a slot id stored as its expert id: only sorted_ids is wrong, and the feedback says which output
+    rep = ex.check(_mistaken(ex, [("        sorted_ids[pos] = s", "        sorted_ids[pos] = ids[s]")], tmp_path))
+    out = capsys.readouterr().out
+    assert not rep.ok and "Wrong output: sorted_ids (expert_ids, n_padded right)" in out, out
+
+
+def test_feedback_lists_passing_and_failing_shapes(starter_runs):
+    rep, out = starter_runs["vecadd-numba-grid"]  # the starter launches n // 256 blocks: small sizes pass
+    assert "pass  N=1: " in out and "FAIL  N=1025: " in out

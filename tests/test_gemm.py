@@ -30,7 +30,7 @@ EXPECTED = [
     "cuda_nobank", "cuda_warptile", "cuda_wmma", "cuda_mma_sync", "cuda_wgmma_tma",
     "triton_tile", "triton_grouped", "triton_autotuned", "triton_persistent_tma",
 ]
-WRONG = {"wrong_fp16_accumulator": "precision", "wrong_missing_syncthreads": "missing_barrier",
+WRONG = {"wrong_fp16_accumulator": "precision", "wrong_missing_syncthreads": "race",
          "wrong_k_tail": "scattered", "wrong_floor_grid": "unwritten_rows"}
 
 

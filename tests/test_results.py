@@ -88,6 +88,20 @@ def test_load_skips_emulated_and_invalid(tmp_path: Path) -> None:
     assert [r["variant"] for r in got] == ["ok"]
 
 
+def test_load_skips_non_utf8_files_and_directories_with_a_warning(tmp_path: Path) -> None:
+    doc = {"schema": R.SCHEMA, "provenance": {"gpu": "NVIDIA H200"}, "records": [make_record("ok")]}
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    (tmp_path / "latin1.json").write_bytes(b'{"schema": "caf\xe9"}')  # Latin-1, not UTF-8
+    (tmp_path / "x.json").mkdir()
+    with pytest.warns(UserWarning) as ws:
+        got = R.load_recorded(results_dir=tmp_path)
+    assert [r["variant"] for r in got] == ["ok"]
+    msgs = [str(w.message) for w in ws]
+    assert any("latin1.json" in m and "UTF-8" in m for m in msgs), msgs
+    assert any("x.json" in m and "directory" in m for m in msgs), msgs
+    assert [row["file"] for row in R.recorded_summary(tmp_path)] == ["a.json"]
+
+
 def test_load_tolerates_no_files(tmp_path: Path) -> None:
     assert R.load_recorded(results_dir=tmp_path / "missing") == []
     assert R.load_recorded(results_dir=tmp_path) == []

@@ -8,7 +8,8 @@ import torch
 import workbench as wb
 from tests.conftest import CPU_MODE, cuda_engine_ready
 
-SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1024}, {"M": 3, "N": 1030}]
+SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1024}, {"M": 3, "N": 1030},
+          {"M": 8, "N": 264}]
 
 
 def test_registered():
@@ -37,11 +38,35 @@ def test_variant_passes_checker(name):
     assert rep.ok, rep.summary()
     dts = {c.dtype for c in rep.cases}
     assert {"float32", "float16"} <= dts
-    assert {c.case for c in rep.cases} == {"random", "large"}
+    assert {c.case for c in rep.cases} == {"random", "large", "nan"}
     if v.backend == "cuda" or not CPU_MODE:
         assert "bfloat16" in dts
     long = wb.check(v, shapes=[{"M": 2, "N": 2**16}, {"M": 2, "N": 8200}], dtypes=("float32", "float16"), seeds=(0,))
     assert long.ok, long.summary()
+
+
+def test_nan_rows_stay_nan_and_the_others_right():
+    x, w = wb.make_inputs("rmsnorm", M=6, N=40, case="nan")
+    ref = wb.reference("rmsnorm")(x, w)
+    assert ref[:4].isnan().all() and ref[4:].isfinite().all()  # rows 0-3 hold a NaN: NaN everywhere, as torch
+
+    def drops_nans(x, w, eps=1e-6):  # a kernel that skips NaNs in the sum of squares, as fmaxf skips them in a max
+        xs = torch.where(x.isnan(), 0.0, x.float())
+        return (xs * torch.rsqrt(xs.square().mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype)
+
+    rep = wb.check(drops_nans, "rmsnorm", shapes=[{"M": 6, "N": 40}], seeds=(0,))
+    assert not rep.ok and [c.case for c in rep.failures] == ["nan"], rep.summary()
+    assert rep.diagnosis == "special_values"
+
+
+def test_empty_inputs_give_empty_outputs():
+    for shape in ({"M": 0, "N": 8}, {"M": 3, "N": 0}):
+        x, w = wb.make_inputs("rmsnorm", **shape)
+        for v in wb.variants("rmsnorm"):
+            if v.backend == "cuda" and cuda_engine_ready():
+                continue
+            out = v(x, w)
+            assert tuple(out.shape) == tuple(x.shape) and out.dtype == x.dtype, v.name
 
 
 def test_eps_is_passed_through():

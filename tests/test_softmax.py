@@ -11,9 +11,11 @@ import torch
 import workbench as wb
 from tests.conftest import CPU_MODE, cuda_engine_ready
 
-# Short rows for everything; N = 1 and lengths that are not multiples of the 16-byte vector (4 fp32, 8 fp16).
-SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1023}, {"M": 3, "N": 1030}]
-NUMBA_SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 3, "N": 130}]  # the simulator is slow
+# Short rows for everything; N = 1 and lengths that are not multiples of the 16-byte vector (4 fp32, 8 fp16), and
+# M = 8, N = 264, multiples of 4 and 8 (not of 32): the vectorised paths.
+SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1023}, {"M": 3, "N": 1030},
+          {"M": 8, "N": 264}]
+NUMBA_SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 4, "N": 24}, {"M": 3, "N": 130}]  # the simulator is slow
 LONG = [{"M": 2, "N": 2**17}, {"M": 3, "N": 8195}]  # for the long-row variants
 LONG_ROW_VARIANTS = ("cuda_block", "cuda_vec", "cuda_rows", "triton_online", "triton_autotuned")
 
@@ -59,9 +61,21 @@ def test_variant_passes_checker(name):
     assert rep.ok, rep.summary()
     dts = {c.dtype for c in rep.cases}
     assert {"float32", "float16"} <= dts, f"{name} was not checked in fp32 and fp16: {dts}"
-    assert {c.case for c in rep.cases} == {"random", "edge"}
+    assert {c.case for c in rep.cases} == {"random", "edge", "nan"}
     if v.backend == "cuda" or not CPU_MODE:
         assert "bfloat16" in dts
+
+
+def _drop_nans(x):
+    return torch.softmax(torch.where(x.isnan(), float("-inf"), x), dim=-1)  # as fmaxf(-inf, NaN) = -inf drops it
+
+
+def test_nan_inputs_must_make_their_rows_nan():
+    rep = wb.check(_drop_nans, "softmax", shapes=[{"M": 5, "N": 40}], seeds=(0,))
+    assert not rep.ok and [c.case for c in rep.failures] == ["nan"]
+    (c,) = rep.failures
+    assert c.n_mismatch == 3 * 40  # rows 0-2 hold a NaN among finite values; row 3 (NaN among -inf) and 4 are right
+    assert rep.diagnosis == "special_values", rep.summary()
 
 
 @pytest.mark.parametrize("name", LONG_ROW_VARIANTS)

@@ -89,8 +89,95 @@ def test_bench_refuses_what_cannot_run_here():
     v = wb.variant("vecadd", "triton_block")
     if wb.mode() != "cpu":
         pytest.skip("bf16 Triton runs on a GPU")
-    with pytest.raises(RuntimeError, match="interpreter"):
+    with pytest.raises(RuntimeError, match="interpreter") as ei:
         wb.bench(v, dtype="bfloat16", N=64)
+    assert "tl.dot" not in str(ei.value) and "arithmetic" in str(ei.value)  # vecadd has no dot
+    assert "tl.dot" in wb.variant("gemm", "triton_tile").why_not_here("bfloat16")
+
+
+def _cell(ns: dict, src: str) -> None:
+    """Run ``src`` in ``ns``, as a notebook cell runs in the kernel's namespace."""
+    exec(compile(src, "<cell>", "exec"), ns)  # noqa: S102
+
+
+def _count_checks(monkeypatch) -> list:
+    from workbench import checker
+
+    calls = []
+    real = checker.check
+    monkeypatch.setattr(checker, "check", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    return calls
+
+
+def test_bench_rechecks_a_function_redefined_under_the_same_name(monkeypatch):
+    calls = _count_checks(monkeypatch)
+    ns: dict = {}
+    _cell(ns, "def my_add(x, y):\n    return x + y\n")
+    wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    assert len(calls) == 1  # the same function, unchanged: checked once
+    _cell(ns, "def my_add(x, y):\n    return x - y\n")  # the next cell redefines it wrong
+    with pytest.raises(AssertionError, match="my_add fails the checker"):
+        wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    assert len(calls) == 2
+
+
+def test_bench_rechecks_when_a_helper_or_kernel_it_calls_changes(monkeypatch):
+    calls = _count_checks(monkeypatch)
+    ns: dict = {}
+    _cell(ns, "def core(x, y):\n    return x + y\n\ndef my_add(x, y):\n    return core(x, y)\n")
+    wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    _cell(ns, "def core(x, y):\n    return x * y\n")  # only the helper is redefined, wrong
+    with pytest.raises(AssertionError, match="fails the checker"):
+        wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    assert len(calls) == 2
+
+
+ADD_CU = """extern "C" __global__ void add(const float* x, const float* y, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] OP y[i];
+}
+"""
+RAW_CELL = """
+import numpy as np
+from workbench.interop import to_raw
+
+def my_add(x, y):
+    out = wb.empty_like(x)
+    n = x.numel()
+    k(((n + 127) // 128,), (128,), (to_raw(x), to_raw(y), to_raw(out), np.int32(n)))
+    return out
+"""
+
+
+def test_bench_rechecks_a_function_whose_raw_kernel_source_changed(monkeypatch):
+    from tests.conftest import cuda_engine_ready
+
+    if why := cuda_engine_ready():
+        pytest.skip(f"CUDA C engine not ready: {why}")
+    calls = _count_checks(monkeypatch)
+    ns: dict = {"wb": wb}
+    _cell(ns, RAW_CELL)
+    ns["k"] = wb.cuda.RawKernel(ADD_CU.replace("OP", "+"), "add")
+    wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    ns["k"] = wb.cuda.RawKernel(ADD_CU.replace("OP", "-"), "add")  # the kernel's cell re-run with a bug
+    with pytest.raises(AssertionError, match="fails the checker"):
+        wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    ns["k"] = wb.cuda.RawKernel(ADD_CU.replace("OP", "+"), "add", options=("-DUNUSED=1",))  # options count too
+    wb.bench(ns["my_add"], "vecadd", N=64, reps=1)
+    assert len(calls) == 3
+
+
+def test_fingerprint_follows_code_kernels_and_options():
+    def f(x, y):
+        return x + y
+
+    def g(x, y):
+        return x - y
+
+    assert timer.fingerprint(f) == timer.fingerprint(f) != timer.fingerprint(g)
+    v = wb.variant("vecadd", "triton_block")
+    assert timer.fingerprint(v) == timer.fingerprint(v.fn)
 
 
 def test_quantiles_on_known_lists():

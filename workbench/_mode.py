@@ -71,6 +71,9 @@ def _setup() -> tuple[str, str]:
     if mode == "cpu":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
         os.environ["TRITON_INTERPRET"] = "1"
+        from workbench import _numba_sim  # poisoned shared memory, checked launches: hooked when numba loads it
+
+        _numba_sim.arm()
     else:
         os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
         os.environ["NUMBA_ENABLE_CUDASIM"] = "0"

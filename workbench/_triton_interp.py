@@ -1,22 +1,74 @@
-"""Make the Triton interpreter undo its patches of ``triton.language`` after a device-function call.
+"""Fix and guard the Triton interpreter (cpu mode): patch-scope leaks, silent bfloat16 garbage, unchecked pointers.
 
-Triton 3.7's interpreter swaps ``triton.language``'s builtins for interpreter versions while a kernel runs and
-restores them afterwards, but a call of a ``@triton.jit`` *helper* (``tl.max``, ``tl.sum``, ``tl.cdiv``: device
-functions) patches them again and never restores them. The leaked patches are harmless to later interpreted runs,
-but they break ``workbench.inspect``, which compiles Triton kernels for real in the same process: a cpu-mode
-notebook that ran a kernel using ``tl.max`` could no longer inspect one. Restoring the helper call's own patch
-scope when it returns keeps nesting right (the enclosing kernel's patches are what it restores to).
+Three things, all installed once by :func:`install` (``import workbench`` in cpu mode):
+
+- **Patch scopes.** Triton 3.7's interpreter swaps ``triton.language``'s builtins for interpreter versions while a
+  kernel runs and restores them afterwards, but a call of a ``@triton.jit`` *helper* (``tl.max``, ``tl.sum``,
+  ``tl.cdiv``: device functions) patches them again and never restores them. The leaked patches break
+  ``workbench.inspect``, which compiles Triton kernels for real in the same process. Restoring the helper call's
+  own patch scope when it returns keeps nesting right.
+- **bfloat16.** numpy has no bfloat16, so the interpreter keeps bf16 values as raw ``uint16`` bit patterns and its
+  arithmetic, comparisons, reductions and ``tl.dot`` on them return garbage silently (a bf16 ``tl.dot`` is off by
+  ~1e10). Loads, stores, ``tl.where`` and casts move the bits unchanged and are right. Every operation that would
+  compute on bf16 values raises :class:`workbench.UnsupportedHere` naming the kernel and the operation instead.
+- **memcheck.** While :func:`workbench._sanitize.sanitizing` is on (the checker turns it on around each kernel
+  call), every ``tl.load``/``tl.store``/atomic checks its unmasked pointers against the tensors passed to the
+  launch: an address outside all of them raises :class:`workbench.cuda.errors.MemcheckError` naming the kernel, the
+  program, the argument it ran past and the element offset, where the interpreter would read garbage or corrupt
+  the heap ("corrupted double-linked list", exit 134).
+- **racecheck.** Under the same switch every element a launch touches remembers the program that last wrote it
+  (and whether atomically) and the program that read it: a plain store to an element another program stored to or
+  read, a load of an element another program stored to, or an atomic mixed with another program's plain access
+  raises :class:`workbench.cuda.errors.RaceError`. Programs of one launch run in any order on a GPU (the
+  interpreter runs them one after another, which hides the race): sharing an element across programs needs
+  atomics. Within one program Triton orders accesses itself, so those never count.
 """
 
 from __future__ import annotations
 
+import contextvars
+import sys
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 _DONE = False
 
 
+@dataclass
+class _Buffer:
+    """One tensor argument of a launch: its byte range and how to name it."""
+
+    name: str
+    lo: int
+    hi: int
+    itemsize: int
+    numel: int
+    dtype: str
+
+
+@dataclass
+class _Launch:
+    """The launch the interpreter is running: the kernel, and (when sanitizing) its buffers."""
+
+    kernel: str
+    filename: str
+    buffers: list[_Buffer] | None = None
+    lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    # racecheck: address -> [last writer program, written atomically, reader program (_MANY: several), line]
+    touched: dict[int, list] = field(default_factory=dict)
+
+
+_MANY = (-1, -1, -1)  # "read by more than one program"
+
+
+_LAUNCH: contextvars.ContextVar[_Launch | None] = contextvars.ContextVar("wb_triton_launch", default=None)
+
+
 def install() -> None:
-    """Wrap ``InterpretedFunction.__call__`` (device calls) so its patch scope is restored on return (once)."""
+    """Install the patch-scope fix, the bfloat16 guard and the memcheck hooks into the interpreter (once)."""
     global _DONE
     if _DONE:
         return
@@ -25,6 +77,17 @@ def install() -> None:
         from triton.runtime import interpreter as ti
     except ImportError:  # no triton: nothing to fix
         return
+    _install_scope_fix(ti)
+    if hasattr(ti, "GridExecutor") and hasattr(ti, "InterpreterBuilder"):
+        _install_launch_context(ti)
+        _install_bf16_guard(ti)
+        _install_memcheck(ti)
+
+
+# ---------------------------------------------------------------------------------------------------- patch scopes
+
+
+def _install_scope_fix(ti: Any) -> None:
     if not (hasattr(ti, "_patch_lang") and hasattr(ti, "_LangPatchScope")
             and hasattr(ti.InterpretedFunction, "rewrite")):
         return  # another Triton version: leave it alone
@@ -42,3 +105,314 @@ def install() -> None:
 
     __call__.__doc__ = "Call the device function under the interpreter, restoring triton.language afterwards."
     ti.InterpretedFunction.__call__ = __call__
+
+
+# -------------------------------------------------------------------------------------------------- launch context
+
+
+def _ours(e: BaseException) -> BaseException | None:
+    """Return the UnsupportedHere or SanitizerError an InterpreterError wraps (at any depth), or None."""
+    from workbench.cuda.errors import SanitizerError
+    from workbench.registry import UnsupportedHere
+
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, (UnsupportedHere, SanitizerError)):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def _install_launch_context(ti: Any) -> None:
+    """Wrap GridExecutor so each launch knows its kernel (and, when sanitizing, its buffers)."""
+    call, init_args = ti.GridExecutor.__call__, ti.GridExecutor._init_args_hst
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+        code = getattr(self.fn, "__code__", None)
+        launch = _Launch(kernel=getattr(self.fn, "__name__", "kernel"), filename=code.co_filename if code else "")
+        token = _LAUNCH.set(launch)
+        try:
+            return call(self, *args, **kwargs)
+        except ti.InterpreterError as e:
+            inner = _ours(e)
+            if inner is None:
+                raise
+            raise inner.with_traceback(inner.__traceback__) from None  # the learner sees the real error
+        finally:
+            _LAUNCH.reset(token)
+
+    def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+        launch = _LAUNCH.get()
+        if launch is not None:
+            from workbench import _sanitize
+
+            if _sanitize.active():
+                named = list(zip(self.arg_names, args_hst, strict=False)) + list(kwargs_hst.items())
+                _set_buffers(launch, named)
+        return args_hst, kwargs_hst
+
+    __call__.__doc__ = "Run the launch with the workbench's launch context; re-raise its own errors unwrapped."
+    ti.GridExecutor.__call__ = __call__
+    ti.GridExecutor._init_args_hst = _init_args_hst
+
+
+def _tensors(name: str, arg: Any) -> list[tuple[str, Any]]:
+    """Return the (name, torch tensor) pairs inside one launch argument (a tensor, a wrapper, a tuple)."""
+    if isinstance(arg, tuple):
+        return [t for i, a in enumerate(arg) for t in _tensors(f"{name}[{i}]", a)]
+    base = getattr(arg, "base", None)
+    if base is not None and hasattr(base, "data_ptr") and hasattr(base, "untyped_storage"):  # TensorWrapper
+        return _tensors(name, base)
+    if hasattr(arg, "data_ptr") and hasattr(arg, "storage_offset") and hasattr(arg, "stride"):
+        return [(name, arg)]
+    return []
+
+
+def _set_buffers(launch: _Launch, named: list[tuple[str, Any]]) -> None:
+    """Record the byte range of every tensor argument: the span its view covers."""
+    bufs = []
+    for name, arg in named:
+        for nm, t in _tensors(name, arg):
+            if t.numel() == 0:
+                continue
+            span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
+            lo = t.data_ptr() - sum((s - 1) * -st for s, st in zip(t.shape, t.stride(), strict=True) if st < 0) \
+                * t.element_size()
+            bufs.append(_Buffer(nm, lo, lo + span * t.element_size(), t.element_size(), t.numel(),
+                                str(t.dtype).replace("torch.", "")))
+    launch.buffers = bufs
+    launch.lo = np.array([b.lo for b in bufs], dtype=np.uint64)
+    launch.hi = np.array([b.hi for b in bufs], dtype=np.uint64)
+
+
+# ---------------------------------------------------------------------------------------------------------- bf16
+
+
+def _is_bf16(handle: Any) -> bool:
+    import triton.language as tl
+
+    ty = getattr(handle, "dtype", None)
+    while hasattr(ty, "element_ty"):
+        ty = ty.element_ty
+    return getattr(ty, "scalar", ty) == tl.bfloat16
+
+
+def _refuse_bf16(what: str) -> None:
+    from workbench.registry import UnsupportedHere
+
+    launch = _LAUNCH.get()
+    where = f"kernel {launch.kernel}" if launch is not None else "a Triton kernel"
+    fix = ("Compute in float32 (x.to(tl.float32)) and cast back when you store, or check float16/float32 here"
+           if what != "tl.dot" else "Check float16 or float32 here, and bfloat16 on a GPU")
+    raise UnsupportedHere(
+        f"{where}{_kernel_line(launch)}: {what} on bfloat16 values under the Triton interpreter (cpu mode) computes "
+        f"garbage silently: numpy has no bfloat16, so the interpreter holds bf16 as raw 16-bit patterns. {fix}.")
+
+
+def _install_bf16_guard(ti: Any) -> None:
+    """Refuse every interpreter operation that would compute on bfloat16 bit patterns."""
+    builder = ti.InterpreterBuilder
+    binary, ternary, unary, fma, dot = (builder.binary_op, builder.ternary_op, builder.unary_op, builder.create_fma,
+                                        builder.create_dot)
+
+    def binary_op(self: Any, lhs: Any, rhs: Any, op: Any) -> Any:
+        if _is_bf16(lhs) or _is_bf16(rhs):
+            _refuse_bf16(f"arithmetic ({getattr(op, '__name__', 'a binary op')})")
+        return binary(self, lhs, rhs, op)
+
+    def ternary_op(self: Any, lhs: Any, rhs: Any, other: Any, op: Any) -> Any:
+        if op is not np.where and (_is_bf16(lhs) or _is_bf16(rhs) or _is_bf16(other)):  # where moves bits: fine
+            _refuse_bf16(f"arithmetic ({getattr(op, '__name__', 'a ternary op')})")
+        return ternary(self, lhs, rhs, other, op)
+
+    def unary_op(self: Any, arg: Any, op: Any) -> Any:
+        if _is_bf16(arg):
+            _refuse_bf16(f"math ({getattr(op, '__name__', 'a unary op')})")
+        return unary(self, arg, op)
+
+    def create_fma(self: Any, x: Any, y: Any, z: Any) -> Any:
+        if _is_bf16(x) or _is_bf16(y) or _is_bf16(z):
+            _refuse_bf16("arithmetic (fma)")
+        return fma(self, x, y, z)
+
+    def create_dot(self: Any, a: Any, b: Any, d: Any, *args: Any) -> Any:
+        if _is_bf16(a) or _is_bf16(b):
+            _refuse_bf16("tl.dot")
+        return dot(self, a, b, d, *args)
+
+    builder.binary_op, builder.ternary_op, builder.unary_op = binary_op, ternary_op, unary_op
+    builder.create_fma, builder.create_dot = create_fma, create_dot
+    for cls in (ti.ReduceOps, ti.ScanOps):
+        _guard_reduce(cls)
+
+
+def _guard_reduce(cls: Any) -> None:
+    apply_impl = cls.apply_impl
+
+    def guarded(self: Any, input: Any) -> Any:  # noqa: A002
+        if any(_is_bf16(getattr(t, "handle", None)) for t in input):
+            _refuse_bf16("a reduction or scan (tl.sum, tl.max, tl.cumsum, ...)")
+        return apply_impl(self, input)
+
+    cls.apply_impl = guarded
+
+
+# ------------------------------------------------------------------------------------------------------- memcheck
+
+
+def _kernel_line(launch: _Launch | None) -> str:
+    """Return ' (file:line)' of the innermost frame of the running kernel's source, or ''."""
+    if launch is None or not launch.filename:
+        return ""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename == launch.filename:
+            return f" ({launch.filename}:{f.f_lineno})"
+        f = f.f_back
+    return ""
+
+
+def _check_access(kind: str, ptrs: Any, mask: Any) -> None:
+    """Raise MemcheckError when a live lane of ``ptrs`` addresses memory outside every buffer of the launch."""
+    launch = _LAUNCH.get()
+    if launch is None or launch.buffers is None:
+        return
+    p = np.asarray(ptrs.data, dtype=np.uint64)
+    if mask is not None:
+        m = np.broadcast_to(np.asarray(mask.data, dtype=bool), p.shape)
+        live = p[m]
+    else:
+        live = p.reshape(-1)
+    if live.size == 0:
+        return
+    ty = ptrs.get_element_ty()
+    size = np.uint64(max(1, ty.primitive_bitwidth // 8))
+    inside = ((live[:, None] >= launch.lo[None, :]) & (live[:, None] + size <= launch.hi[None, :])).any(axis=1)
+    if not inside.all():
+        _raise_oob(launch, kind, live[~inside], int(size))
+    _track(launch, kind, live)
+
+
+def _program() -> tuple[int, int, int]:
+    from triton.runtime import interpreter as ti
+
+    return tuple(int(i) for i in (ti.interpreter_builder.grid_idx or (0, 0, 0)))
+
+
+def _track(launch: _Launch, kind: str, addrs: np.ndarray) -> None:
+    """Record this program's accesses to ``addrs``; raise RaceError when another program's access conflicts."""
+    prog, line = _program(), None
+    tab = launch.touched
+    for a in np.unique(addrs).tolist():
+        rec = tab.get(a)
+        if rec is None:
+            if line is None:
+                line = _kernel_line(launch).strip(" ()")
+            tab[a] = [None, False, prog, line] if kind == "load" else [prog, kind == "atomic", None, line]
+            continue
+        hazard = _conflict(rec, kind, prog)
+        if hazard is not None:
+            _raise_race(launch, kind, a, prog, hazard, rec)
+        if kind == "load":
+            rec[2] = prog if rec[2] in (None, prog) else _MANY
+        else:
+            if line is None:
+                line = _kernel_line(launch).strip(" ()")
+            rec[0], rec[1], rec[3] = prog, kind == "atomic" or (rec[1] and rec[0] == prog), line
+
+
+def _conflict(rec: list, kind: str, prog: tuple) -> str | None:
+    """Return the hazard ('RAW', 'WAW', 'WAR') of ``prog``'s ``kind`` access against ``rec``, or None."""
+    writer, atomic, reader = rec[0], rec[1], rec[2]
+    other_wrote = writer is not None and writer != prog
+    other_read = reader is not None and reader != prog
+    if kind == "load":
+        return "RAW" if other_wrote and not atomic else None
+    if kind == "store":
+        return "WAW" if other_wrote else "WAR" if other_read else None
+    return "WAW" if other_wrote and not atomic else "WAR" if other_read else None  # an atomic
+
+
+def _raise_race(launch: _Launch, kind: str, addr: int, prog: tuple, hazard: str, rec: list) -> None:
+    from workbench.cuda.errors import RaceError
+
+    buf, off = _blame(launch, addr)
+    what = f"{buf.name} + {off}" if buf is not None else hex(addr)
+    first = rec[0] if hazard in ("RAW", "WAW") else rec[2]
+    first_s = "several programs" if first == _MANY else f"program {first}"
+    did = {"RAW": "stored to", "WAW": "stored to", "WAR": "read"}[hazard]
+    verb = {"load": "reads", "store": "stores to", "atomic": "atomically updates"}[kind]
+    line = _kernel_line(launch)
+    record = {"kernel": launch.kernel, "hazard": hazard, "arg": buf.name if buf else None, "offset": off,
+              "first": {"program": first, "line": rec[3]},
+              "second": {"program": prog, "line": line.strip(" ()"), "access": kind}}
+    msg = (f"racecheck: {hazard} hazard in Triton kernel {launch.kernel}: program {prog} {verb} {what}{line}, which "
+           f"{first_s} {did} ({rec[3]}) in the same launch. Programs of one launch run in any order on a GPU: an "
+           "element several programs write needs tl.atomic_* (or one owner), and a value one program writes cannot "
+           "be read by another in the same launch.")
+    raise RaceError(msg, [record], 1)
+
+
+def _blame(launch: _Launch, addr: int) -> tuple[_Buffer | None, int]:
+    """Return the buffer ``addr`` most likely ran past (the nearest below, else above) and the element offset."""
+    below = [b for b in launch.buffers or [] if b.lo <= addr]
+    if below:
+        b = max(below, key=lambda b: b.lo)
+    elif launch.buffers:
+        b = min(launch.buffers, key=lambda b: b.lo)
+    else:
+        return None, 0
+    return b, (addr - b.lo) // b.itemsize
+
+
+def _raise_oob(launch: _Launch, kind: str, bad: np.ndarray, size: int) -> None:
+    from workbench.cuda.errors import MemcheckError
+
+    program = _program()
+    records = []
+    for addr in sorted({int(a) for a in bad})[:8]:
+        buf, off = _blame(launch, addr)
+        records.append({"kernel": launch.kernel, "program": program, "access": kind, "size": size,
+                        "arg": buf.name if buf else None, "offset": off,
+                        "numel": buf.numel if buf else None, "line": _kernel_line(launch).strip(" ()")})
+    first = records[0]
+    if first["arg"] is not None:
+        n_el = first["numel"]
+        what = f"{first['arg']} + {first['offset']} (element offset; {first['arg']} holds {n_el} element" + \
+            ("s)" if n_el != 1 else ")")
+    else:
+        what = f"address {hex(int(bad[0]))} (the launch has no tensor arguments)"
+    n = int(bad.size)
+    msg = (f"memcheck: out-of-bounds {kind} in Triton kernel {launch.kernel}{_kernel_line(launch)}, program "
+           f"{program}: {n} lane{'s' if n != 1 else ''} address memory outside every tensor passed to the launch; "
+           f"first at {what}. Mask the access (mask=offs < n) or fix the index.")
+    raise MemcheckError(msg, records, n)
+
+
+def _install_memcheck(ti: Any) -> None:
+    """Check the pointers of every masked load/store and atomic against the launch's buffers (when sanitizing)."""
+    builder = ti.InterpreterBuilder
+    load, store, rmw, cas = (builder.create_masked_load, builder.create_masked_store, builder.create_atomic_rmw,
+                             builder.create_atomic_cas)
+
+    def create_masked_load(self: Any, ptrs: Any, mask: Any, *args: Any) -> Any:
+        _check_access("load", ptrs, mask)
+        return load(self, ptrs, mask, *args)
+
+    def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any) -> Any:
+        _check_access("store", ptrs, mask)
+        return store(self, ptrs, value, mask, *args)
+
+    def create_atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any) -> Any:
+        _check_access("atomic", ptr, mask)
+        return rmw(self, op, ptr, val, mask, *args)
+
+    def create_atomic_cas(self: Any, ptr: Any, *args: Any) -> Any:
+        _check_access("atomic", ptr, None)
+        return cas(self, ptr, *args)
+
+    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
+    builder.create_atomic_rmw, builder.create_atomic_cas = create_atomic_rmw, create_atomic_cas

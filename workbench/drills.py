@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.checker import DIAGNOSES, CheckReport, check
+from workbench.checker import DIAGNOSES, CaseResult, CheckReport, check
 from workbench.registry import get_op
 
 _EXERCISES: dict[str, Exercise] = {}
@@ -82,26 +82,66 @@ class Exercise:
         return report
 
     def feedback(self, report: CheckReport) -> str:
-        """Turn a check report into graded advice."""
+        """Turn a check report into graded advice: the diagnosis, the failure it comes from, the runs by shape."""
         n, bad = len(report.cases), len(report.failures)
         if report.ok:
             return (f"Correct: all {n} runs match the float64 reference "
                     f"(sizes {sorted({tuple(c.shape.values()) for c in report.cases})}, "
                     f"dtypes {sorted({c.dtype for c in report.cases})}). Compare with ex.solution().")
-        first = report.failures[0]
+        first = report.telling_failure
         d = report.diagnosis
-        if d == "error":
-            return (f"Not yet: your function raised an exception on {first.shape} {first.dtype}:\n  {first.detail}\n"
-                    "Stuck? ex.hint()")
-        if d == "bad_output":
-            return f"Not yet: {first.detail} on {first.shape}. Return the output tensor you allocated."
         wrong_all = all(c.n_mismatch == c.n_elements for c in report.failures)
         if d in ("unwritten", "unwritten_rows") and wrong_all and bad == n:
             return ("Not yet: your kernel wrote none of the outputs (every element is still the checker's poison, "
                     "NaN). Fill in the TODOs so each thread/program stores its result. Stuck? ex.hint()")
         level = "Almost" if bad < n else "Not yet"
-        return (f"{level}: {bad} of {n} runs are wrong.\n  What the wrong elements look like: {d}: "
-                f"{DIAGNOSES.get(d or '', '')}\n  First failure: {first.line()}\nStuck? ex.hint()")
+        if d == "error":
+            head = f"{level}: your function raised an exception on {_where(first)}:\n  {first.detail}"
+        elif d == "bad_output":
+            head = f"{level}: {first.detail} on {_where(first)}. Return the output tensor(s) you allocated."
+        else:
+            head = (f"{level}: {bad} of {n} runs are wrong.\n  What is wrong: {d}: {DIAGNOSES.get(d or '', '')}\n"
+                    f"  First failure: {first.line()}")
+        lines = [head]
+        outs, right = _wrong_outputs(report)
+        if outs:
+            lines.append(f"  Wrong output{'s' if len(outs) > 1 else ''}: {', '.join(outs)}"
+                         + (f" ({', '.join(right)} right)" if right else ""))
+        lines.append("  Runs by shape:\n" + "\n".join(f"    {row}" for row in _by_shape(report)))
+        lines.append("Stuck? ex.hint()")
+        return "\n".join(lines)
+
+
+def _where(c: CaseResult) -> str:
+    """Return 'T=5, top_k=4 (int32, case skewed)' for one run."""
+    shape = ", ".join(f"{k}={v}" for k, v in c.shape.items())
+    return f"{shape} ({c.dtype}{'' if c.case == 'random' else f', case {c.case}'})"
+
+
+def _wrong_outputs(report: CheckReport) -> tuple[list[str], list[str]]:
+    """Return (the outputs some run got wrong, the ones every compared run got right) of a multi-output op."""
+    outs = get_op(report.op).outputs
+    if len(outs) < 2:
+        return [], []
+    wrong = {o for c in report.failures for o in c.wrong_outputs}
+    return [o for o in outs if o in wrong], [o for o in outs if o not in wrong] if wrong else []
+
+
+def _by_shape(report: CheckReport) -> list[str]:
+    """Return one line per checked shape: how many runs passed, and the failed ones with their diagnosis."""
+    rows: dict[tuple, list[CaseResult]] = {}
+    for c in report.cases:
+        rows.setdefault(tuple(c.shape.items()), []).append(c)
+    out = []
+    for key, cases in rows.items():
+        shape = ", ".join(f"{k}={v}" for k, v in key)
+        ok = sum(c.ok for c in cases)
+        fails = list(dict.fromkeys(f"{c.dtype}{'' if c.case == 'random' else f'/{c.case}'}: {c.diagnosis}"
+                                   for c in cases if not c.ok))  # each kind of failure once
+        verdict = "pass" if not fails else "FAIL"
+        out.append(f"{verdict}  {shape}: {ok} of {len(cases)} runs pass"
+                   + (f"; failed {'; '.join(fails)}" if fails else ""))
+    return out
 
 
 def _display_code(src: str, title: str) -> None:

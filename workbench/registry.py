@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import importlib
 import inspect as _inspect
+import numbers
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +83,9 @@ class Op:
     bench_shapes: dict[str, list[dict]] = field(default_factory=dict)  # "gpu"/"quick"/"cpu" -> shapes
     size_key: Callable[[dict], int] | None = None  # one number for plots' x axis
     cases: tuple[str, ...] = ("random",)  # input cases make() knows; the checker tries each ("edge", ...)
+    # The shapes a case runs on by default (case -> shape -> bool; default: every shape): keeps a costly case
+    # (attention's NaN inputs) to the few small shapes that show what it is about.
+    case_shapes: dict[str, Callable[[dict], bool]] = field(default_factory=dict)
     doc: str = ""
     outputs: tuple[str, ...] = ()  # names of the outputs when the op returns a tuple (attention_bwd: dq, dk, dv)
     dtype_of: Callable[..., torch.dtype] | None = None  # the op's dtype from its inputs, when they mix dtypes
@@ -88,6 +93,10 @@ class Op:
     # Put a kernel's outputs in the contract's canonical form before they are compared (an order the contract
     # leaves free, e.g. slots scattered with atomics): canonical(outputs, ref_outputs, *inputs, **kw) -> outputs.
     canonical: Callable[..., list[torch.Tensor]] | None = None
+    # Name an op-specific classic mistake of a failing run before the generic patterns are tried, by recomputing
+    # the mistake (attention: the causal diagonal tile left unmasked): explain(outputs, ref_outputs, inputs, kw,
+    # atol, rtol) -> a key of workbench.checker.DIAGNOSES, or None.
+    explain: Callable[..., str | None] | None = None
 
     def __post_init__(self) -> None:
         raw = self.bytes
@@ -285,8 +294,10 @@ class Variant:
                 return (f"{self.op}/{self.name} supports dtypes {[dtype_name(d) for d in self.dtypes]}, "
                         f"not {dtype_name(dt)}")
             if MODE == "cpu" and dt == torch.bfloat16 and self.backend == "triton" and self.bf16_dot:
+                what = "tl.dot and arithmetic" if _mentions_dot(self.source) else "arithmetic"
                 return (f"{self.op}/{self.name}: bfloat16 under the Triton interpreter (cpu mode) computes garbage "
-                        "silently (tl.dot); use float16 or float32 here, bfloat16 on a GPU")
+                        f"silently (numpy has no bfloat16, so the interpreter's bf16 {what} work on raw 16-bit "
+                        "patterns); use float16 or float32 here, bfloat16 on a GPU")
             if MODE == "cpu" and dt == torch.bfloat16 and self.backend in ("numba", "cupy"):
                 return (f"{self.op}/{self.name}: numpy has no bfloat16, so the {self.backend} emulation in cpu mode "
                         "cannot take it; use float16 or float32 here")
@@ -318,6 +329,15 @@ class Variant:
     def __repr__(self) -> str:
         where = "GPU only" if self.gpu_only else "GPU + cpu emulation"
         return f"<Variant {self.op}/{self.name} [{self.backend}, {where}]: {self.idea}>"
+
+
+@functools.cache
+def _mentions_dot(source: Path | None) -> bool:
+    """Return True when a variant's source file calls ``tl.dot`` (for the words of its bf16 refusal)."""
+    try:
+        return source is not None and "tl.dot(" in source.read_text()
+    except OSError:
+        return False
 
 
 def _takes_dtype(fn: Callable) -> bool:
@@ -419,10 +439,24 @@ def make_inputs(op: str, *, dtype: torch.dtype | str | None = None, seed: int = 
     if missing or extra:
         raise OpError(f"make_inputs({op!r}): expected sizes {list(spec.shape_keys)}"
                       + (f"; missing {missing}" if missing else "") + (f"; unknown {extra}" if extra else ""))
+    for k in spec.shape_keys:
+        v = sizes[k]
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise OpError(f"make_inputs({op!r}): size {k} must be an int, got {v!r} ({type(v).__name__})")
+        if v < 0:
+            raise OpError(f"make_inputs({op!r}): size {k} must be >= 0, got {v}")
     dt = as_dtype(dtype) if dtype is not None else (torch.float32 if torch.float32 in spec.dtypes else spec.dtypes[0])
     if dt not in spec.dtypes:
         raise OpError(f"{op} supports dtypes {[dtype_name(d) for d in spec.dtypes]}, not {dtype_name(dt)}")
     if case not in spec.cases:
         raise OpError(f"{op} has input cases {list(spec.cases)}, not {case!r}")
     dev = torch.device(device) if device is not None else _device()
-    return spec.make({**sizes, **kw}, dt, seed, dev, case=case)
+    ints = {k: int(v) for k, v in sizes.items()}  # numpy ints too
+    try:
+        inputs = spec.make({**ints, **kw}, dt, seed, dev, case=case)
+    except OpError:
+        raise
+    except (RuntimeError, ValueError, IndexError) as e:  # sizes the contract cannot take (top_k > E, ...)
+        raise OpError(f"make_inputs({op!r}): cannot make inputs for {shape}: {type(e).__name__}: {e}") from e
+    spec.validate(*inputs, **kw)  # the contract's own checks (E >= 1, top_k <= E, ...), as every variant runs them
+    return inputs

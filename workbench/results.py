@@ -304,10 +304,16 @@ def save_results(
 def load_results_file(path: str | Path) -> dict[str, Any]:
     """Read one results file and check its schema tag and provenance; raise RecordError if it is not one."""
     path = Path(path)
+    if path.is_dir():
+        raise RecordError(f"{path}: is a directory, not a results file")
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise RecordError(f"{path}: not valid JSON ({e})") from None
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}), so not a results file") from None
+    except OSError as e:
+        raise RecordError(f"{path}: cannot be read ({e.strerror or e})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise RecordError(f"{path}: schema is {got!r}, expected {SCHEMA!r}")

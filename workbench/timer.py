@@ -11,9 +11,13 @@ GPU: records carry ``emulated: True`` and no TFLOP/s, GB/s or % of peak.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import hashlib
+import os
 import statistics
 import sys
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +26,11 @@ import torch
 from workbench._mode import MODE
 from workbench.registry import Variant, as_dtype, dtype_name, get_op, make_inputs
 
-_CHECKED: dict[tuple[str, str, str], bool] = {}
+# Passed checks: (op, dtype, id of the function, fingerprint of its code and kernels) -> the function, kept alive so
+# its id is never reused by another object. A function redefined in the next cell is a new object with new code; a
+# RawKernel global rebound to new source changes the fingerprint: either is checked again before it is timed.
+_CHECKED: dict[tuple[str, str, int, str], Any] = {}
+_FINGERPRINT_DEPTH = 6
 L2_FLUSH_BYTES = 256 * 2**20  # larger than the L2 of every GPU in workbench.hardware (H100/H200: 50 MB)
 
 
@@ -74,6 +82,101 @@ def time_cpu(call: Callable[[int], Any], n_sets: int, reps: int = 3) -> list[flo
     return out
 
 
+def fingerprint(fn: Any) -> str:
+    """Return a hash of what ``fn`` runs: its code, and the code, kernels and kernel sources it reaches.
+
+    Walks the function's bytecode and constants, its closure, the globals it names (helpers, kernels, dicts of
+    kernels) and default arguments: a Triton or Numba kernel contributes its Python code, a ``workbench.cuda`` or
+    cupy ``RawKernel``/``RawModule`` its source text, name and options, a path its file's size and mtime.
+    """
+    h = hashlib.sha256()
+    _feed(h, fn, set(), _FINGERPRINT_DEPTH)
+    return h.hexdigest()[:32]
+
+
+def _feed(h: Any, obj: Any, seen: set[int], depth: int) -> None:
+    """Add what ``obj`` contributes to the fingerprint ``h`` (recursing into what it references)."""
+    if depth < 0 or id(obj) in seen or isinstance(obj, (types.ModuleType, type)):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, (str, bytes, int, float, bool, complex, type(None))):
+        h.update(repr(obj).encode())
+    elif isinstance(obj, Variant):
+        _feed(h, obj.fn, seen, depth)
+    elif isinstance(obj, types.MethodType):
+        _feed(h, obj.__func__, seen, depth)
+    elif isinstance(obj, types.FunctionType):
+        _feed_function(h, obj, seen, depth)
+    elif isinstance(obj, types.CodeType):
+        h.update(obj.co_code + repr(obj.co_names).encode())
+        for c in obj.co_consts:
+            _feed(h, c, seen, depth)
+    elif isinstance(obj, functools.partial):
+        for part in (obj.func, obj.args, tuple(sorted(obj.keywords.items()))):
+            _feed(h, part, seen, depth - 1)
+    elif isinstance(obj, (tuple, list, set, frozenset)):
+        for x in list(obj)[:64]:
+            _feed(h, x, seen, depth - 1)
+    elif isinstance(obj, dict):
+        for k, v in list(obj.items())[:64]:
+            h.update(repr(k).encode())
+            _feed(h, v, seen, depth - 1)
+    elif isinstance(obj, os.PathLike):
+        _feed_path(h, obj)
+    else:
+        _feed_kernel(h, obj, seen, depth)
+
+
+def _feed_function(h: Any, fn: types.FunctionType, seen: set[int], depth: int) -> None:
+    """Add a Python function: its code, defaults, closure and the globals its code names (nested code's too)."""
+    _feed(h, fn.__code__, seen, depth)
+    _feed(h, fn.__defaults__, seen, depth - 1)
+    for cell in fn.__closure__ or ():
+        try:
+            _feed(h, cell.cell_contents, seen, depth - 1)
+        except ValueError:  # an empty cell
+            pass
+    names: set[str] = set()
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    g = fn.__globals__
+    for name in sorted(names):
+        if name in g:
+            h.update(name.encode())
+            _feed(h, g[name], seen, depth - 1)
+
+
+def _feed_kernel(h: Any, obj: Any, seen: set[int], depth: int) -> None:
+    """Add a kernel object: its source and options (CUDA C), or the Python function it wraps (Triton, Numba)."""
+    for attr in ("code", "name", "options", "name_expressions", "arch"):  # workbench.cuda / cupy RawKernel, RawModule
+        v = getattr(obj, attr, None)
+        if isinstance(v, (str, tuple, list)) and v:
+            h.update(f"{attr}={v!r}".encode())
+    src = getattr(obj, "source", None)
+    if src is not None and isinstance(getattr(src, "text", None), str):  # workbench.cuda.Source
+        h.update(src.text.encode())
+    for attr in ("fn", "py_func", "__wrapped__"):  # triton JITFunction / Autotuner, numba dispatcher, wrappers
+        inner = getattr(obj, attr, None)
+        if callable(inner) and inner is not obj:
+            _feed(h, inner, seen, depth - 1)
+            break
+    mod = getattr(obj, "_module", None)  # a workbench.cuda RawKernel's module
+    if mod is not None and not isinstance(mod, types.ModuleType):
+        _feed_kernel(h, mod, seen, depth - 1)
+
+
+def _feed_path(h: Any, p: os.PathLike) -> None:
+    """Add a path a function reads (a .cu file it compiles): its name, size and modification time."""
+    try:
+        st = os.stat(p)
+        h.update(f"{os.fspath(p)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    except OSError:
+        h.update(os.fspath(p).encode())
+
+
 def _record_shape(shape: dict) -> dict[str, int]:
     """Return the shape as results/README.md stores it: sizes, and flags such as causal as 0/1 (floats dropped)."""
     return {k: int(v) for k, v in shape.items() if isinstance(v, (bool, int))}
@@ -103,12 +206,12 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
     spec = get_op(op)
     dt = as_dtype(dtype)
     sizes, kw = spec.split(shape)
-    key = (spec.name, name, dtype_name(dt))
-    if check and not _CHECKED.get(key):
+    key = (spec.name, dtype_name(dt), id(fn), fingerprint(fn))
+    if check and key not in _CHECKED:
         rep = run_check(fn, spec.name, dtypes=[dt], quick=True)
         if not rep.ok:
             raise AssertionError(f"bench: {spec.name}/{name} fails the checker, so it is not timed.\n{rep.summary()}")
-        _CHECKED[key] = True
+        _CHECKED[key] = fn
     flops = (fn.flops if isinstance(fn, Variant) else spec.flops)(**shape)
     nbytes = (fn.bytes(dtype=dt, **shape) if isinstance(fn, Variant) else spec.bytes(dtype=dt, **shape))
     one_set = max(1.0, nbytes)

@@ -9,11 +9,11 @@ One small Triton kernel (a single masked loop over key tiles; ``v6_triton_fa2`` 
 - ``causal_off_by_one``: the causal mask keeps ``key <= query + 1``: each row also sees the next key (inside its
   query tile), the classic ``<`` versus ``<=`` slip shifted by one.
 
-What the checker says, honestly: ``scattered`` for both. Its patterns name *where* elements are wrong (whole rows
-never written, the last partial tile, whole tiles, a constant factor); these bugs make whole rows wrong, each by
-its own amount, with no tile or tail pattern. (Per shape it varies: no_rescale passes wherever one key tile holds
-every key, and its mildest case reads as ``precision``; the off-by-one reads as ``missing_barrier`` at Sq=33,
-Sk=17, where rows 16.. see every key anyway. The report's diagnosis is that of the largest failing case.)
+What the checker says: its generic patterns name *where* elements are wrong (whole rows never written, the last
+partial tile, whole tiles, a constant factor), and these bugs make whole rows wrong, each by its own amount, with
+no tile or tail pattern: ``scattered``. So the attention contract also recomputes its classic mistakes
+(``kernels/attention/reference.py: explain``) and the checker names them: ``online_rescale`` for the first,
+``causal_diagonal`` for the second.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _run(bug: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     return o
 
 
-@register("attention", "wrong_no_rescale", backend="triton", expected_diagnosis="scattered", dtypes=("float32",),
+@register("attention", "wrong_no_rescale", backend="triton", expected_diagnosis="online_rescale", dtypes=("float32",),
           supports=_supports,
           idea="KNOWN WRONG: online softmax rescales the row sum but not the accumulator when the row max grows.")
 def wrong_no_rescale(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -97,7 +97,7 @@ def wrong_no_rescale(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: 
     return _run("no_rescale", q, k, v, causal, scale)
 
 
-@register("attention", "wrong_causal_off_by_one", backend="triton", expected_diagnosis="scattered",
+@register("attention", "wrong_causal_off_by_one", backend="triton", expected_diagnosis="causal_diagonal",
           dtypes=("float32",), supports=_supports,
           idea="KNOWN WRONG: the causal mask keeps key <= query + 1, so every row also sees the next key.")
 def wrong_causal_off_by_one(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,

@@ -2,7 +2,7 @@
 
 from workbench.drills import register_exercise
 
-SMALL = [{"M": 9, "N": 18, "K": 20}]  # ragged, and cheap under the simulator
+SMALL = [{"M": 9, "N": 18, "K": 20}, {"M": 9, "N": 18, "K": 5}]  # ragged; K = 5 < one 16-wide tile
 
 register_exercise(
     "gemm-smem-tiling",
@@ -17,12 +17,17 @@ Each 16x16 block computes a 16x16 tile of `c`. For every 16-wide slice of K, the
 16x16 tile of `a` and one of `b` into shared memory (one element each), wait for each other, accumulate 16
 products from shared memory, and wait again before the next slice overwrites the tiles. Out-of-range elements
 load as 0, so ragged M, N and K need no special case in the inner loop. Finish the TODOs.
+
+The checker runs K = 20 and K = 5 (smaller than one tile: most of each tile is out of range) under the Numba
+simulator's sanitizer: shared memory starts as garbage (NaN), a read of an element no thread wrote is reported
+(`uninitialized`), and so is a missing barrier (`race`, with both threads and their lines).
 """,
     hints=[
         "Thread (ty, tx) loads sa[ty, tx] = a[row, k0 + tx] and sb[ty, tx] = b[k0 + ty, col]: both coalesced, "
         "since consecutive tx read consecutive addresses. Use float32(0.0) when the index is out of range.",
         "cuda.syncthreads() after the loads (the tile is complete) and after the inner loop (nobody still reads it "
-        "when the next slice overwrites it). Leaving either out gives wrong whole tiles: a race.",
+        "when the next slice overwrites it). Leaving either out is a race: on a GPU whole tiles come out wrong, and "
+        "the checker's racecheck names the two threads and lines (diagnosis race).",
         "Store with `if row < m and col < n: c[row, col] = acc` -- the block may hang over the edge of c.",
     ],
     shapes=SMALL, dtypes=("float32",), seeds=(0,),

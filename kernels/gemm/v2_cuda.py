@@ -47,6 +47,8 @@ def _launcher(cu_file: str, base: str, tile: tuple[int, int], block: tuple[int, 
         m, k = a.shape
         n = b.shape[1]
         c = empty((m, n), a.dtype, a.device)
+        if c.numel() == 0:  # M or N is 0: an empty result, as torch gives (a grid of 0 blocks is a launch error)
+            return c
         vec = int(k % 4 == 0 and n % 4 == 0 and _aligned(a, b, c))
         gm, gn = (m + tm - 1) // tm, (n + tn - 1) // tn
         grid = (gm, gn) if grid_rows_first else (gn, gm)
@@ -95,6 +97,8 @@ def cuda_wmma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]
     c = empty((m, n), a.dtype, a.device)
+    if c.numel() == 0:  # an empty result, as torch gives (a grid of 0 blocks is a launch error)
+        return c
     grid = ((n + 63) // 64, (m + 63) // 64)
     kernel("hgemm_wmma.cu", f"hgemm_wmma_{_SUFFIX[a.dtype]}")(
         grid, (128,), (to_raw(a), to_raw(b), to_raw(c), np.int32(m), np.int32(n), np.int32(k)))
@@ -112,6 +116,8 @@ def cuda_mma_sync(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]
     c = empty((m, n), a.dtype, a.device)
+    if c.numel() == 0 or k == 0:  # an empty result, or K = 0: every dot product is an empty sum, as torch gives
+        return c.zero_()
     vec = int(k % 8 == 0 and n % 8 == 0 and _aligned(a, b))
     fn = kernel("hgemm_mma_sync.cu", f"hgemm_mma_sync_{_SUFFIX[a.dtype]}")
     fn.max_dynamic_shared_size_bytes = MMA_SMEM  # above the 48 KiB default: opt in
@@ -141,6 +147,8 @@ def cuda_wgmma_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     require("gemm", _aligned(a, b), "cuda_wgmma_tma loads a and b with TMA, which needs 16-byte-aligned base "
             f"addresses; got a at {a.data_ptr():#x}, b at {b.data_ptr():#x} (a sliced view? pass a fresh tensor)")
     c = empty((m, n), a.dtype, a.device)
+    if c.numel() == 0 or k == 0:  # a TMA map needs every dimension >= 1; K = 0: every dot product is 0, as torch
+        return c.zero_()
     fn = kernel("hgemm_wgmma_tma.cu", f"hgemm_wgmma_tma_{_SUFFIX[a.dtype]}", arch="sm_90a")
     fn.max_dynamic_shared_size_bytes = WGMMA_SMEM  # above the 48 KiB default: opt in
     maps = tensor_maps_on_device([(a, 128, 64), (b, 64, 64)])  # a boxes 128 rows x 64 k, b 64 k x 64 columns

@@ -24,7 +24,7 @@ def _kernel(name: str):
 
 
 @register("gemm", "wrong_missing_syncthreads", backend="cuda", cu_file="cu/wrong_gemm.cu", dtypes=("float32",),
-          expected_diagnosis="missing_barrier",
+          expected_diagnosis="race",
           idea="KNOWN WRONG: shared-memory tiles with no __syncthreads() between loading a tile and using it.")
 def wrong_missing_syncthreads(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape

@@ -44,7 +44,7 @@ def reference(a: torch.Tensor, bt: torch.Tensor, scale_a: torch.Tensor, scale_b:
 
 def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Return (x / scale as e4m3, scale) with a per-tensor scale = amax / 448 (float32, shape [1])."""
-    amax = x.abs().max().clamp_min(1e-12).float()
+    amax = (x.abs().max() if x.numel() else torch.zeros((), dtype=x.dtype)).clamp_min(1e-12).float()  # empty: 1e-12
     scale = (amax / E4M3_MAX).reshape(1)
     return (x.float() / scale).clamp(-E4M3_MAX, E4M3_MAX).to(FP8), scale
 
@@ -90,7 +90,7 @@ OP = register_op(Op(
 def torch_scaled(a: torch.Tensor, bt: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
     n = bt.shape[0]
-    if a.is_cuda and m % 16 == 0 and n % 16 == 0 and k % 16 == 0:  # cuBLASLt FP8 needs 16-aligned sizes
+    if a.is_cuda and m * n * k and m % 16 == 0 and n % 16 == 0 and k % 16 == 0:  # cuBLASLt FP8: 16-aligned, non-empty
         return torch._scaled_mm(a, bt.t(), scale_a=scale_a.reshape(()), scale_b=scale_b.reshape(()),
                                 out_dtype=torch.bfloat16)
     return ((a.float() @ bt.float().T) * (scale_a * scale_b)).to(torch.bfloat16)

@@ -31,7 +31,10 @@ router's `topk_ids[T, top_k]` into that layout with a counting sort in one block
    increment of `cursor[ids[s]]` and writes `s` there.
 
 The order of slots inside a group may change from run to run (atomics): the contract allows it and the checker
-sorts each group first. Napkin: DeepSeek-V3 decode, T = 64 and top_k = 8 over E = 256 experts with block 64 gives
+sorts each group first. The checker runs your kernel under the simulator's racecheck: a plain read and write of
+`cursor` (two threads may read the same value and claim the same row) is reported as a `race`.
+
+Napkin: DeepSeek-V3 decode, T = 64 and top_k = 8 over E = 256 experts with block 64 gives
 512 real rows, but each of the ~220 experts hit gets a whole 64-row block: ~14 000 rows, 96% padding. That is why
 decode kernels use a small block.
 """,

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -78,19 +80,43 @@ def swiglu(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def reference(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
               renormalize: bool = True) -> torch.Tensor:
     """Route and run every (token, expert) pair in float64."""
-    s = validate(x, router_logits, w1, w2, top_k, renormalize)
+    validate(x, router_logits, w1, w2, top_k, renormalize)
+    return _moe64(x, router_logits, w1, w2, top_k, renormalize, lambda g, u: F.silu(g) * u)
+
+
+def _moe64(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
+           renormalize: bool, act: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """Return the moe layer in float64 with the activation ``act(gate, up)``."""
     w, ids = route(router_logits.double(), top_k, renormalize)
     xd, w1d, w2d = x.double(), w1.double(), w2.double()
-    i = s["I"]
+    i = w1.shape[1] // 2
     out = torch.zeros_like(xd)
-    for e in range(s["E"]):
+    for e in range(w1.shape[0]):
         tok, slot = (ids == e).nonzero(as_tuple=True)
         if tok.numel() == 0:
             continue
         h = xd[tok] @ w1d[e].T  # [n, 2I]
-        y = (F.silu(h[:, :i]) * h[:, i:]) @ w2d[e].T  # [n, d]
+        y = act(h[:, :i], h[:, i:]) @ w2d[e].T  # [n, d]
         out.index_add_(0, tok, y * w[tok, slot, None])
     return out
+
+
+# The classic SwiGLU slips: the up half dropped, SiLU left out or a bare sigmoid, gate and up swapped.
+_WRONG_ACTS = (lambda g, u: F.silu(g), lambda g, u: g * u, lambda g, u: torch.sigmoid(g) * u,
+               lambda g, u: F.silu(u) * g)
+
+
+def explain(outs: list[torch.Tensor], refs: list[torch.Tensor], inputs: tuple, kw: dict, atol: float,
+            rtol: float) -> str | None:
+    """Return 'swiglu' when the output is the layer with one of the classic wrong expert activations."""
+    from workbench.checker import close_to
+
+    x, logits, w1, w2, top_k = inputs[:5]
+    renorm = kw.get("renormalize", True)
+    for act in _WRONG_ACTS:
+        if close_to(outs[0], _moe64(x, logits, w1, w2, top_k, renorm, act), atol, rtol):
+            return "swiglu"
+    return None
 
 
 # The three MoE layers the notebook and the benchmarks use (one layer's experts; shared experts left out).
@@ -128,8 +154,8 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
     logits = torch.stack([ladder[torch.randperm(e, generator=g)] for _ in range(t)]) if t else torch.zeros(0, e)
     if case == "one_expert":  # every token's favourite is expert 0 by a wide margin
         logits[:, 0] = 10.0
-    w1 = _weights((e, 2 * i, d), dtype, g, device, d**-0.5, seed + 1)
-    w2 = _weights((e, d, i), dtype, g, device, i**-0.5, seed + 2)
+    w1 = _weights((e, 2 * i, d), dtype, g, device, max(d, 1) ** -0.5, seed + 1)  # d or I = 0: empty weights
+    w2 = _weights((e, d, i), dtype, g, device, max(i, 1) ** -0.5, seed + 2)
     return x, logits.to(dtype).to(device), w1, w2, k
 
 
@@ -169,6 +195,7 @@ OP = register_op(Op(
                   "cpu": [model_shape("mixtral-8x7b", 64, CPU_SCALE), model_shape("deepseek-v3", 4, CPU_SCALE)]},
     size_key=lambda s: s["T"],
     cases=("random", "one_expert"),
+    explain=explain,
     doc="Top-k routed SwiGLU experts; prefill is compute-bound, decode is bound by reading expert weights.",
 ))
 

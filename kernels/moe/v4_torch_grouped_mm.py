@@ -109,6 +109,8 @@ def _run(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: tor
         raise UnsupportedHere(why)
     if t == 0:
         return empty((0, d), x.dtype, x.device)
+    if i == 0:  # experts without hidden units output zeros (and a 0-wide grouped GEMM is refused for its stride)
+        return torch.zeros((t, d), dtype=x.dtype, device=x.device)
     weights, ids = route(router_logits, top_k, renormalize)  # fp32 weights [T,k], int64 ids [T,k]
     flat = ids.reshape(-1)
     order = torch.sort(flat, stable=True).indices  # slot indices grouped by expert

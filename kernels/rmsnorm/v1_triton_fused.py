@@ -42,6 +42,8 @@ def _supports(shape: dict) -> str | None:
 def triton_fused(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)
+    if out.numel() == 0:  # M or N is 0: an empty result, as torch gives
+        return out
     block_n = triton.next_power_of_2(n)
     rows = max(1, min(16, 8192 // block_n))  # ~8K elements per program
     warps = 4 if block_n <= 2048 else 8 if block_n <= 8192 else 16

@@ -35,6 +35,8 @@ def _aligned(t: torch.Tensor) -> torch.Tensor:
 def cuda_vec(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)
+    if out.numel() == 0:  # M or N is 0: an empty result, as torch gives
+        return out
     threads = 64
     while threads < 1024 and threads * 4 * VEC[x.dtype] < n:  # ~4 vectors per thread
         threads *= 2

@@ -31,6 +31,8 @@ def run(cu: str, base: str, x: torch.Tensor, grid: int, block: int | tuple[int, 
     """Launch ``kernel(x, out, M, N)`` over ``grid`` blocks of ``block`` threads and return ``out``."""
     out = empty_like(x)
     m, n = x.shape
+    if out.numel() == 0:  # M or N is 0: an empty result, as torch gives (a row-per-block grid would read past x)
+        return out
     kernel(cu, base, x.dtype)((max(1, grid),), block if isinstance(block, tuple) else (block,),
                               (to_raw(x), to_raw(out), np.int32(m), np.int32(n)), shared_mem=shared_mem)
     return out

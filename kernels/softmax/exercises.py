@@ -40,7 +40,8 @@ register_exercise(
 The kernel reads each row in chunks of `BLOCK_N` and keeps a running max `m` and a running sum `s` of
 `exp(x - m)`. When a chunk raises the max from `m` to `m_new`, every term already in `s` was computed against the
 old max. Fix the update so that after each chunk `s == sum(exp(x_seen - m_new))`. This recurrence is the heart of
-FlashAttention (notebook 03).
+FlashAttention (notebook 03). The checker's edge rows include one that is `-inf` everywhere but its last element:
+its first chunks hold only `-inf`, where a rescale `exp(m - m_new)` would compute `exp(-inf - -inf)` = NaN.
 """,
     hints=[
         "exp(x - m_new) = exp(x - m) * exp(m - m_new): the old sum must be multiplied by exp(m - m_new).",

@@ -16,7 +16,10 @@ __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2
 
 __device__ __forceinline__ void merge(float& m, float& s, float om, float os) {
     float nm = fmaxf(m, om);
-    if (nm == -CUDART_INF_F) return;  // both empty (only -inf seen)
+    if (nm == -CUDART_INF_F) {  // both empty (only -inf seen), or a NaN met only -inf: fmaxf drops the NaN
+        if (om != om || os != os) s = CUDART_NAN_F;  // so keep it in the sum: a NaN input makes the row NaN
+        return;
+    }
     s = s * expf(m - nm) + os * expf(om - nm);
     m = nm;
 }

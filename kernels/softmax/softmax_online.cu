@@ -23,7 +23,10 @@ __device__ void softmax_online(const T* __restrict__ x, T* __restrict__ y, int m
     for (int j = 0; j < n; ++j) {  // one pass for max and sum
         float v = load(row + j);
         float nm = fmaxf(mx, v);
-        if (nm == -CUDART_INF_F) continue;  // only -inf so far: nothing to add (avoids (-inf) - (-inf) = NaN)
+        if (nm == -CUDART_INF_F) {  // only -inf so far: nothing to add (avoids (-inf) - (-inf) = NaN)
+            if (v != v) s = CUDART_NAN_F;  // but fmaxf drops a NaN: keep it in the sum, a NaN row is NaN (torch)
+            continue;
+        }
         s = s * expf(mx - nm) + expf(v - nm);  // rescale the old sum to the new max
         mx = nm;
     }

@@ -55,7 +55,10 @@ __device__ __forceinline__ float4 pack(const float* f, const __nv_bfloat16*) {
 
 __device__ __forceinline__ void merge(float& m, float& s, float om, float os) {
     float nm = fmaxf(m, om);
-    if (nm == -CUDART_INF_F) return;  // both empty (only -inf seen)
+    if (nm == -CUDART_INF_F) {  // both empty (only -inf seen), or a NaN met only -inf: fmaxf drops the NaN
+        if (om != om || os != os) s = CUDART_NAN_F;  // so keep it in the sum: a NaN input makes the row NaN
+        return;
+    }
     s = s * expf(m - nm) + os * expf(om - nm);
     m = nm;
 }
@@ -70,7 +73,11 @@ __device__ __forceinline__ void absorb(float& m, float& s, float4 raw) {
 #pragma unroll
     for (int k = 1; k < VEC; ++k) vm = fmaxf(vm, f[k]);
     float nm = fmaxf(m, vm);
-    if (nm == -CUDART_INF_F) return;
+    if (nm == -CUDART_INF_F) {  // only -inf so far; a NaN among them (fmaxf drops it) makes the row NaN
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) if (f[k] != f[k]) s = CUDART_NAN_F;
+        return;
+    }
     float add = 0.0f;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) add += expf(f[k] - nm);

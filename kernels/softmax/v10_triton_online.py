@@ -43,6 +43,8 @@ def _spec() -> dict:
 def triton_online(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)
+    if out.numel() == 0:  # M or N is 0: an empty result, as torch gives
+        return out
     block = min(BLOCK_N, triton.next_power_of_2(n))
     softmax_online_kernel[(m,)](x, out, n, BLOCK_N=block, num_warps=8 if block >= 2048 else 4)
     return out

@@ -51,6 +51,8 @@ def _supports(shape: dict) -> str | None:
 def triton_fused(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)
+    if out.numel() == 0:  # M or N is 0: an empty result, as torch gives
+        return out
     rows, block_n, warps = launch_params(n)
     softmax_fused_kernel[(triton.cdiv(m, rows),)](x, out, m, n, ROWS=rows, BLOCK_N=block_n, num_warps=warps)
     return out

@@ -1,4 +1,4 @@
-"""More known-wrong softmax kernels (Triton): numerics bugs the checker must name.
+"""More known-wrong softmax kernels: numerics bugs (Triton) and a read of unwritten shared memory (CUDA C).
 
 ``wrong_no_max`` is the classic: exp(x) without subtracting the row max overflows fp32 past x = 88.7, and a row of
 the checker's edge case holds values near 1e4, so it becomes inf / inf = NaN where torch's softmax is finite. The
@@ -56,3 +56,12 @@ def wrong_no_max(x: torch.Tensor) -> torch.Tensor:
     with np.errstate(over="ignore", invalid="ignore"):  # the interpreter's numpy would warn of the overflow it shows
         softmax_without_max[(m,)](x, out, n, BLOCK_N=triton.next_power_of_2(n))
     return out
+
+
+@register("softmax", "wrong_unguarded_warp_slots", backend="cuda", cu_file="wrong_block_slots.cu",
+          dtypes=("float32",), expected_diagnosis="uninitialized",
+          idea="KNOWN WRONG: a 64-thread block reduction whose warp 0 merges all 32 shared slots, 30 never written.")
+def wrong_unguarded_warp_slots(x: torch.Tensor) -> torch.Tensor:
+    from ._cuda import run
+
+    return run("wrong_block_slots.cu", "softmax_unguarded_slots", x, grid=x.shape[0], block=64)

@@ -40,7 +40,7 @@ OP = register_op(Op(
     reference=reference,
     flops=lambda N: N,
     bytes=lambda N, dtype=torch.float32: 3 * N * elem_size(dtype),
-    check_shapes=[{"N": n} for n in (1, 17, 1023, 1025, 4099)],
+    check_shapes=[{"N": n} for n in (1, 17, 1023, 1025, 4099, 1032)],  # 1032: a multiple of 4 and 8 (vector paths)
     tolerance=lambda dtype, shape: {torch.float32: (1e-6, 1e-6), torch.float16: (1e-3, 1e-3),
                                     torch.bfloat16: (8e-3, 8e-3)}[dtype],
     package="kernels.vecadd.variants",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import torch
 import triton
 import triton.language as tl
 
 from workbench import empty_like, register
 from workbench._numba import cuda, numba_supports
-from workbench.interop import to_numba
+from workbench.interop import to_numba, to_raw
 
 BLOCK = 256
 
@@ -44,4 +47,52 @@ def wrong_dropped_tail(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     n = x.numel()
     blocks = max(1, n // BLOCK)  # BUG: should be ceil(n / BLOCK)
     add_kernel[blocks, BLOCK](to_numba(x), to_numba(y), to_numba(out), n)
+    return out
+
+
+@triton.jit
+def add_unmasked(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))  # BUG: no mask=offs < n
+
+
+@register("vecadd", "wrong_unmasked", backend="triton", expected_diagnosis="out_of_bounds",
+          idea="KNOWN WRONG: loads and stores without mask=offs < n: the last program runs past the buffers.")
+def wrong_unmasked(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = empty_like(x)
+    n = x.numel()
+    add_unmasked[(triton.cdiv(n, BLOCK),)](x, y, out, n, BLOCK=BLOCK)
+    return out
+
+
+@triton.jit
+def add_into_x(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@register("vecadd", "wrong_in_place", backend="triton", expected_diagnosis="mutated_input",
+          idea="KNOWN WRONG: adds y into x in place and returns x: the sum is right, but the caller's x is gone.")
+def wrong_in_place(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    n = x.numel()
+    add_into_x[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK)  # BUG: writes into an input
+    return x
+
+
+_CU = Path(__file__).with_name("wrong_vecadd.cu")
+_unguarded: list = []
+
+
+@register("vecadd", "wrong_no_bounds_check", backend="cuda", cu_file="wrong_vecadd.cu", dtypes=("float32",),
+          expected_diagnosis="out_of_bounds",
+          idea="KNOWN WRONG: CUDA C without `if (i < n)`: the last block's extra threads read and write past n.")
+def wrong_no_bounds_check(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    from workbench import cuda as wcuda
+
+    if not _unguarded:
+        _unguarded.append(wcuda.RawKernel(_CU, "vecadd_unguarded_f32"))
+    out = empty_like(x)
+    n = x.numel()
+    _unguarded[0](((n + BLOCK - 1) // BLOCK,), (BLOCK,), (to_raw(x), to_raw(y), to_raw(out), np.int32(n)))
     return out

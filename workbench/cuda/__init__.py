@@ -7,8 +7,22 @@
   directive so NVRTC diagnostics name the user's file).
 * cpu mode: the same source is compiled with the system C++ compiler against the workbench's CUDA runtime
   headers and run on the CPU: every CUDA thread is a fiber (``__syncthreads`` is a real barrier), warps of 32
-  lanes do real shuffles/votes, blocks run in parallel on all cores. ``checked=True`` builds report
-  out-of-bounds global-memory accesses like compute-sanitizer.
+  lanes do real shuffles/votes, blocks run in parallel on all cores. Shared memory starts as 0xFF bytes (NaN,
+  -1) in every block. ``checked=True`` launches (and every launch inside ``workbench._sanitize.sanitizing()``,
+  which the checker uses) run compute-sanitizer's three tools at once: memcheck (global and shared memory),
+  racecheck (shared and global memory) and initcheck (shared memory); see :mod:`workbench.cuda._sanitizer`.
+  Launches stop on Ctrl-C, past :func:`set_time_limit`, or when :func:`set_size_guard` estimates them too long.
+
+Records of a checked launch's error (``err.records``, dicts):
+
+* memcheck: tool, kind ('read'|'write'|'misaligned access'|'wild access'), space ('global'|'shared'), param and
+  param_index (global), window ('static'|'dynamic') and variable (shared), offset, size, buffer_bytes, block,
+  thread, line, file, kernel;
+* racecheck: tool, hazard ('RAW'|'WAR'|'WAW'), space, offset, size, param/param_index (global) or
+  window/variable/variable_offset (shared), block, thread, line, file (the later access), count, and
+  first/second: {block, thread, warp, line, file, access ('read'|'write')};
+* initcheck: tool, space ('shared'), window, variable, variable_offset, offset, size, block, thread, line,
+  file, count.
 """
 
 from __future__ import annotations
@@ -18,9 +32,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from workbench import _sanitize
 from workbench._mode import MODE
 from workbench.cuda import arch
 from workbench.cuda._cubin import build_cubin
+from workbench.cuda._limits import set_size_guard, set_time_limit, size_guard, time_limit
 from workbench.cuda._source import Source, has_inline_asm, load_source, rewrite_for_cpu
 from workbench.cuda.errors import (
     CompileError,
@@ -29,14 +45,21 @@ from workbench.cuda.errors import (
     KernelArgumentError,
     KernelLaunchError,
     LaunchConfigError,
+    LaunchTimeoutError,
+    LaunchTooLargeError,
     MemcheckError,
+    RaceError,
+    SanitizerError,
     ToolchainNotFoundError,
+    UninitializedError,
 )
 
 __all__ = [
     "MODE", "RawKernel", "RawModule", "Function", "CompileError", "CudaError", "GpuOnlyError",
-    "KernelArgumentError", "KernelLaunchError", "LaunchConfigError", "MemcheckError", "ToolchainNotFoundError",
+    "KernelArgumentError", "KernelLaunchError", "LaunchConfigError", "LaunchTimeoutError", "LaunchTooLargeError",
+    "MemcheckError", "RaceError", "SanitizerError", "UninitializedError", "ToolchainNotFoundError",
     "arch", "build_cubin", "cache_dir", "clear_cache", "load_source", "has_inline_asm", "rewrite_for_cpu", "Source",
+    "set_time_limit", "time_limit", "set_size_guard", "size_guard",
 ]
 
 Dims = int | tuple[int, ...]
@@ -56,6 +79,9 @@ def clear_cache() -> None:
     from workbench.cuda import _cpu
 
     _cpu._loaded.clear()
+    _cpu._images.clear()
+    _cpu._rz_objects.clear()
+    _cpu._prelude_names.clear()
     shutil.rmtree(_cpu.cache_dir(), ignore_errors=True)
 
 
@@ -98,28 +124,33 @@ class Function:
             except Exception as e:
                 raise _wrap_cupy_error(e, module.source) from e
         else:
-            module._cpu_module(False).kernel(name)  # compile now; raises for unknown names
+            # compile now (the build the next launch uses); raises for unknown names
+            module._cpu_module(module.checked or _sanitize.active()).kernel(name)
 
     def __call__(self, grid: Dims, block: Dims, args: Sequence[Any], *, shared_mem: int = 0,
                  checked: bool | None = None, **kwargs: Any) -> None:
-        """Launch the kernel over ``grid`` blocks of ``block`` threads with ``args`` (a tuple)."""
-        chk = self._module.checked if checked is None else checked
+        """Launch the kernel over ``grid`` blocks of ``block`` threads with ``args`` (a tuple).
+
+        ``checked=True`` (or the module's ``checked``, or an active ``workbench._sanitize.sanitizing()``) runs
+        the launch under memcheck, racecheck and initcheck in cpu mode.
+        """
+        chk = bool(self._module.checked if checked is None else checked)
         if MODE == "gpu":
-            if chk:
+            if chk:  # asked for explicitly (the checker's sanitizing() switch is for the emulators only)
                 _warn_checked_gpu()
             if self.max_dynamic_shared_size_bytes:
                 self._fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
             return self._fn(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
         from workbench.cuda import _cpu
 
-        mod = self._module._cpu_module(chk)
+        mod = self._module._cpu_module(chk or _sanitize.active())
         _cpu.launch(mod, mod.kernel(self.name), grid, block, args, shared_mem, self.max_dynamic_shared_size_bytes)
         return None
 
     @property
     def num_params(self) -> int:
         """Return the number of kernel parameters (cpu mode)."""
-        return len(self._module._cpu_module(False).kernel(self.name).codes)
+        return len(self._module._cpu_module(self._module.checked).kernel(self.name).codes)
 
     def __repr__(self) -> str:
         return f"<workbench.cuda.Function {self.name!r} of {self._module.source.display_name} ({MODE} mode)>"
@@ -130,7 +161,8 @@ class RawModule:
 
     ``code`` is CUDA source text or a path to a ``.cu`` file. ``name_expressions`` lists template
     instantiations to export (e.g. ``["gemm<float, 64>"]``), as in cupy. ``checked=True`` makes CPU-engine
-    launches report out-of-bounds global accesses. Other keyword arguments go to ``cupy.RawModule`` (gpu mode).
+    launches run memcheck, racecheck and initcheck (see the package docstring). Other keyword arguments go to
+    ``cupy.RawModule`` (gpu mode).
     """
 
     def __init__(self, code: str | os.PathLike | None = None, *, options: Sequence[str] = (),
@@ -193,7 +225,7 @@ class RawModule:
             from workbench.cuda._source import find_kernels
 
             return [k.name for k in find_kernels(self.source.text) if not k.is_template] + list(self.name_expressions)
-        return list(self._cpu_module(False).kernels)
+        return list(self._cpu_module(self.checked).kernels)
 
     def __repr__(self) -> str:
         return f"<workbench.cuda.RawModule {self.source.display_name} ({MODE} mode)>"
@@ -203,8 +235,9 @@ class RawKernel:
     """One CUDA C++ kernel, called as ``kernel(grid, block, args, shared_mem=0)`` like ``cupy.RawKernel``.
 
     ``code`` is CUDA source text or a path to a ``.cu`` file; ``name`` the (extern "C") kernel name, or a
-    template instantiation such as ``"softmax<128>"``. ``checked=True`` makes CPU-engine launches report
-    out-of-bounds global-memory accesses (with the kernel, block and thread) by raising MemcheckError.
+    template instantiation such as ``"softmax<128>"``. ``checked=True`` makes CPU-engine launches run
+    compute-sanitizer's memcheck, racecheck and initcheck, raising MemcheckError, RaceError or
+    UninitializedError with the kernel, block, thread, offset and source line.
     ``arch="sm_90a"`` (gpu mode) builds the kernel with nvcc for that exact target instead of NVRTC, for
     instructions that only architecture-specific targets have (wgmma, setmaxnreg); the name must be extern "C".
     """

@@ -1,4 +1,13 @@
-"""CPU engine: compile CUDA C++ with the system C++ compiler against the workbench runtime and run it on the CPU."""
+"""CPU engine: compile CUDA C++ with the system C++ compiler against the workbench runtime and run it on the CPU.
+
+Kernel modules are built with hidden visibility and -Bsymbolic (a kernel named ``write`` or ``time`` runs the
+kernel, never the C library's function), and kernels named like something the C/C++ headers declare (``exp``,
+``div``, ``index``, ...) are renamed where they are declared. Checked builds are compiled with
+-fsanitize=thread and -g but linked without ThreadSanitizer's runtime (wb_sanitize.h defines the hooks) and
+between two 64 KiB TLS redzones, so that out-of-bounds static shared-memory accesses land in mapped memory; a
+checked launch runs on copies of its buffers with a redzone on each side (copied back afterwards), for the
+same reason.
+"""
 
 from __future__ import annotations
 
@@ -17,21 +26,24 @@ from typing import Any
 
 import numpy as np
 
-from workbench.cuda import _source
+from workbench.cuda import _elf, _limits, _sanitizer, _source
 from workbench.cuda.errors import (
     CompileError,
     GpuOnlyError,
     KernelArgumentError,
     KernelLaunchError,
     LaunchConfigError,
-    MemcheckError,
+    LaunchTimeoutError,
+    LaunchTooLargeError,
     ToolchainNotFoundError,
 )
 
 _HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = _HERE / "include"
 RUNTIME_SRC = _HERE / "runtime" / "wb_runtime.cpp"
-CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-w")
+CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-w", "-fvisibility=hidden")
+LDFLAGS = ("-shared", "-Wl,-Bsymbolic")
+REDZONE = 64 * 1024  # bytes of TLS before and after a checked module's static shared memory (and around dynamic)
 _lock = threading.RLock()
 
 
@@ -84,9 +96,9 @@ def _headers_digest() -> str:
     return _hash(*(f.name + f.read_text() for f in sorted(INCLUDE_DIR.glob("*"))))
 
 
-def _run_compiler(cmd: list[str], what: str) -> subprocess.CompletedProcess:
+def _run_compiler(cmd: list[str], what: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=600, input=stdin)
     except FileNotFoundError as e:
         raise ToolchainNotFoundError(f"cannot run {cmd[0]!r} to compile {what}: {e}") from e
 
@@ -106,28 +118,47 @@ def runtime() -> ctypes.CDLL:
         if not so.exists():
             tmp = so.with_suffix(f".{os.getpid()}.tmp")
             cmd = [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-I", str(INCLUDE_DIR), str(RUNTIME_SRC),
-                   "-o", str(tmp), "-lpthread"]
+                   "-o", str(tmp), "-lpthread", "-ldl"]
             r = _run_compiler(cmd, "the CPU engine runtime")
             if r.returncode != 0:
                 raise CompileError(f"building the CPU engine runtime failed:\n{r.stderr}", r.stderr)
             os.replace(tmp, so)
         lib = ctypes.CDLL(str(so), mode=ctypes.RTLD_GLOBAL)
-        lib.wb_launch.restype = ctypes.c_int
-        lib.wb_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_uint] * 6 + [
-            ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_long)]
+        lib.wb_launch2.restype = ctypes.c_int
+        lib.wb_launch2.argtypes = [ctypes.c_void_p]
+        lib.wb_module_base.restype = ctypes.c_uint64
+        lib.wb_module_base.argtypes = [ctypes.c_void_p]
         _runtime = lib
         return lib
 
 
 class _Entry(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("sig", ctypes.CFUNCTYPE(ctypes.c_char_p)), ("invoke", ctypes.c_void_p)]
+    _fields_ = [("name", ctypes.c_char_p), ("sig", ctypes.CFUNCTYPE(ctypes.c_char_p)), ("invoke", ctypes.c_void_p),
+                ("fn", ctypes.c_void_p)]
 
 
-class _OOB(ctypes.Structure):
-    _fields_ = [("param", ctypes.c_int), ("kind", ctypes.c_int), ("offset", ctypes.c_int64),
-                ("size", ctypes.c_uint64), ("buf_bytes", ctypes.c_uint64), ("block", ctypes.c_uint * 3),
-                ("thread", ctypes.c_uint * 3), ("line", ctypes.c_int), ("file", ctypes.c_char_p)]
+class _Record(ctypes.Structure):  # wb_san_record in runtime/wb_runtime.cpp
+    _fields_ = [("tool", ctypes.c_int), ("kind", ctypes.c_int), ("space", ctypes.c_int), ("param", ctypes.c_int),
+                ("offset", ctypes.c_int64), ("size", ctypes.c_uint64), ("window", ctypes.c_uint64),
+                ("block", ctypes.c_uint * 3), ("thread", ctypes.c_uint * 3), ("pc", ctypes.c_uint64),
+                ("write", ctypes.c_int), ("prev_write", ctypes.c_int), ("prev_block", ctypes.c_uint * 3),
+                ("prev_thread", ctypes.c_uint * 3), ("prev_pc", ctypes.c_uint64), ("count", ctypes.c_long)]
+
+
+class _Desc(ctypes.Structure):  # wb_launch_desc in runtime/wb_runtime.cpp
+    _fields_ = [("invoke", ctypes.c_void_p), ("args", ctypes.c_void_p), ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint64), ("nthreads", ctypes.c_int),
+                ("checked", ctypes.c_int), ("dl_handle", ctypes.c_void_p), ("tls_probe", ctypes.c_void_p),
+                ("tls_bytes", ctypes.c_uint64), ("text_lo", ctypes.c_uint64), ("text_hi", ctypes.c_uint64),
+                ("module_base", ctypes.c_uint64), ("san_enabled", ctypes.c_void_p), ("static_lo", ctypes.c_uint64),
+                ("static_bytes", ctypes.c_uint64), ("redzone", ctypes.c_uint64), ("nguard", ctypes.c_int),
+                ("guard", ctypes.c_void_p), ("nbuf", ctypes.c_int),
+                ("buf_ptr", ctypes.c_void_p), ("buf_bytes", ctypes.c_void_p), ("buf_param", ctypes.c_void_p),
+                ("buf_slot", ctypes.c_void_p),
+                ("time_limit", ctypes.c_double), ("size_guard", ctypes.c_double), ("errbuf", ctypes.c_void_p),
+                ("errlen", ctypes.c_uint64), ("records", ctypes.c_void_p), ("record_cap", ctypes.c_int),
+                ("nrecords", ctypes.c_int), ("totals", ctypes.c_long * 3), ("elapsed", ctypes.c_double),
+                ("estimate", ctypes.c_double), ("blocks_done", ctypes.c_long)]
 
 
 class _PtrArg(ctypes.Structure):
@@ -166,6 +197,73 @@ class KernelInfo:
     codes: list[str]
     invoke: int
     params: list[_source.Param]
+    static_smem: int = 0  # bytes of static __shared__ memory (the variables of this kernel and of helpers)
+
+
+# Names the kernel prelude does not declare but a kernel module must not define under their own name either:
+# POSIX/C functions that the process has (a kernel named `write` used to run the C library's write).
+_LIBC_NAMES = frozenset((
+    "time write read sync sleep pause kill open close exit abort signal alarm fork pipe dup dup2 link unlink "
+    "access chdir getpid raise system clock usleep nanosleep select poll socket connect send recv mmap munmap "
+    "fsync truncate main malloc free calloc realloc atexit getenv setenv memcpy memset memmove strlen printf "
+    "puts putchar getchar fopen fclose fread fwrite qsort bsearch wait execv execvp nice times ioctl fcntl "
+    "stat lstat fstat sigaction kill killpg _exit").split())
+_prelude_names: dict[str, frozenset[str]] = {}
+
+
+def _declared_names(cxx: str) -> frozenset[str]:
+    """Return the identifiers the kernel prelude (wb_cuda.h and the C/C++ headers it includes) declares."""
+    key = _hash(_headers_digest(), _cxx_id(cxx))
+    if key in _prelude_names:
+        return _prelude_names[key]
+    path = cache_dir() / f"names-{key}.json"
+    try:
+        names = frozenset(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        r = _run_compiler([cxx, "-E", "-P", "-std=c++17", "-I", str(INCLUDE_DIR), "-x", "c++", "-"],
+                          "the kernel prelude", stdin='#include "wb_cuda.h"\n')
+        names = frozenset(re.findall(r"\b[A-Za-z_]\w*\b", r.stdout)) if r.returncode == 0 else frozenset()
+        if names:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(sorted(names)))
+            os.replace(tmp, path)
+    _prelude_names[key] = names | _LIBC_NAMES
+    return _prelude_names[key]
+
+
+_rz_objects: dict[str, tuple[Path, Path]] = {}
+
+
+def _redzone_objects(cxx: str) -> tuple[Path, Path]:
+    """Return the two objects a checked module is linked between: a REDZONE-byte TLS array each."""
+    key = _hash(_cxx_id(cxx), str(REDZONE))
+    if key in _rz_objects and all(p.exists() for p in _rz_objects[key]):
+        return _rz_objects[key]
+    out = []
+    for side in ("front", "back"):
+        obj = cache_dir() / f"wbrz-{key}-{side}.o"
+        if not obj.exists():
+            src = (f'extern "C" __attribute__((used, aligned(64))) thread_local char wb_rz_{side}[{REDZONE}];\n'
+                   f'thread_local char wb_rz_{side}[{REDZONE}];\n')
+            tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
+            r = _run_compiler([cxx, "-std=c++17", "-fPIC", "-c", "-x", "c++", "-", "-o", str(tmp)],
+                              "the CPU engine's redzones", stdin=src)
+            if r.returncode != 0:
+                raise CompileError(f"building the CPU engine's TLS redzones failed:\n{r.stderr}", r.stderr)
+            os.replace(tmp, obj)
+        out.append(obj)
+    _rz_objects[key] = (out[0], out[1])
+    return _rz_objects[key]
+
+
+def _sanitize_flags(cxx: str) -> list[str]:
+    """Return the compile flags of a checked build: debug lines, -fsanitize=thread and alignment instrumentation.
+
+    -fno-tree-sra keeps a float4 load one 16-byte access (as on a GPU) instead of four 4-byte ones.
+    """
+    if "clang" in _cxx_id(cxx).lower():
+        return ["-g", "-fno-tree-sra", "-fsanitize=thread,alignment", "-mllvm", "-tsan-instrument-func-entry-exit=0"]
+    return ["-g", "-fno-tree-sra", "-fsanitize=thread,alignment", "--param=tsan-instrument-func-entry-exit=0"]
 
 
 class CpuModule:
@@ -181,8 +279,16 @@ class CpuModule:
         self._name_expressions = tuple(name_expressions)
         self._discovered = False
         self.names: list[str] = []
+        self.symbols: dict[str, str] = {}
         self._lib: ctypes.CDLL | None = None
         self.kernels: dict[str, KernelInfo] = {}
+        self.arch = _limits.target_arch(self.options)
+        self.so_path = ""
+        self.image: _elf.ModuleImage | None = None
+        self.base = 0
+        self.static_window = (0, 0)  # checked: (TLS offset, bytes) of the static shared memory
+        self.extern_shared_names = sorted({m.group("name") for m in _source._EXTERN_SHARED.finditer(
+            _source.mask_comments_and_strings(src.text))})
 
     # -- build
     def _discover(self, cxx: str, flags: list[str]) -> None:
@@ -197,6 +303,9 @@ class CpuModule:
         names = list(self._explicit) if self._explicit is not None else list(
             dict.fromkeys(d.name for d in self.decls if not d.is_template))
         self.names = list(dict.fromkeys(names + list(self._name_expressions)))
+        declared = _declared_names(cxx)
+        in_text = {k.name for k in _source.find_kernels(self.source.text) if not k.is_template}
+        self.symbols = {n: (f"wb_kernel_{n}" if n in declared and n in in_text else n) for n in self.names}
         self._discovered = True
 
     def _preprocessed_decls(self, cxx: str, flags: list[str]) -> list[_source.KernelDecl]:
@@ -214,12 +323,15 @@ class CpuModule:
 
     def _translation_unit(self) -> str:
         disp = self.source.display_name
-        body = _source.rewrite_for_cpu(self.source.text, disp, self.checked)
-        reg = "".join(f"WB_KERNEL({json.dumps(n)}, {n})\n" for n in self.names)
+        rename = {n: s for n, s in self.symbols.items() if s != n}
+        body = _source.rewrite_for_cpu(self.source.text, disp, self.checked, rename)
+        reg = "".join(f"WB_KERNEL({json.dumps(n)}, {self.symbols.get(n, n)})\n" for n in self.names)
         return ('#include "wb_cuda.h"\n' + _source.line_directive(disp) + body + "\n" +
                 '#line 1 "<workbench kernel table>"\n'
+                'extern "C" __attribute__((visibility("default"))) WB_NO_SAN void* wb_tls_probe(void) {\n'
+                "  static thread_local char wb_tls_anchor;\n  return &wb_tls_anchor;\n}\n"
                 'extern "C" __attribute__((visibility("default"))) const wb::kernel_entry wb_kernels[] = {\n'
-                + reg + "{nullptr, nullptr, nullptr}};\n")
+                + reg + "{nullptr, nullptr, nullptr, nullptr}};\n")
 
     def compile(self) -> CpuModule:
         """Compile (or fetch from the cache) and load the module."""
@@ -241,27 +353,97 @@ class CpuModule:
             if self.checked:
                 flags.append("-DWB_CHECKED=1")
             tu = self._translation_unit()
-            key = _hash(tu, " ".join(flags), " ".join(CXXFLAGS), _headers_digest(), _cxx_id(cxx))
+            extra = " ".join(_sanitize_flags(cxx)) + f" rz={REDZONE}" if self.checked else ""
+            key = _hash(tu, " ".join(flags), " ".join(CXXFLAGS + LDFLAGS), extra, _headers_digest(), _cxx_id(cxx))
             runtime()  # kernel modules resolve wb_* symbols against the (RTLD_GLOBAL) runtime
             so = _cached_so(key)
             if so is None:
                 so = self._build(cxx, flags, tu, key)
-            lib = _loaded.get(str(so))
-            if lib is None:
-                lib = ctypes.CDLL(str(so))
-                _loaded[str(so)] = lib
-            self._lib = lib
-            table = ctypes.cast(lib.wb_kernels, ctypes.POINTER(_Entry))
-            i = 0
-            while table[i].name:
-                name = table[i].name.decode()
-                codes = _parse_sig(table[i].sig().decode())
-                base = name.split("<")[0].strip()
-                decl = next((d for d in self.decls if d.name == base and len(d.params) == len(codes)), None)
-                params = decl.params if decl else [_source.Param("?", f"#{j}", (0, 0)) for j in range(len(codes))]
-                self.kernels[name] = KernelInfo(name, codes, table[i].invoke, params)
-                i += 1
+            self._load(so)
             return self
+
+    def _load(self, so: Path) -> None:
+        """Load the built module and read its kernel table, TLS layout and static shared-memory sizes."""
+        lib = _loaded.get(str(so))
+        if lib is None:
+            lib = ctypes.CDLL(str(so))
+            _loaded[str(so)] = lib
+        self.so_path = str(so)
+        self.image = _images.get(str(so)) or _images.setdefault(str(so), _elf.read_module(so))
+        self.base = int(runtime().wb_module_base(lib._handle))
+        if self.checked:  # the static shared memory: from the first user variable to the end of the last one
+            front = self.image.tls_symbol("wb_rz_front")
+            start = front.value + front.size if front else 0
+            user = [t for t in self.image.tls if t.size and t.value >= start and not t.name.startswith("wb_rz_")]
+            lo = min((t.value for t in user), default=start)  # (C++ guard variables included: never reported)
+            self.static_window = (lo, max((t.value + t.size for t in user), default=lo) - lo)
+        table = ctypes.cast(lib.wb_kernels, ctypes.POINTER(_Entry))
+        entries = []
+        i = 0
+        while table[i].name:
+            entries.append((table[i].name.decode(), _parse_sig(table[i].sig().decode()), table[i].invoke,
+                            (table[i].fn or 0) - self.base))
+            i += 1
+        prefixes = {self.image.static_prefix(fn) for *_, fn in entries} - {None}
+        kernels: dict[str, KernelInfo] = {}
+        for name, codes, invoke, fn in entries:
+            base = name.split("<")[0].strip()
+            decl = next((d for d in self.decls if d.name == base and len(d.params) == len(codes)), None)
+            params = decl.params if decl else [_source.Param("?", f"#{j}", (0, 0)) for j in range(len(codes))]
+            static = self._static_smem(fn, prefixes)
+            if static > self.arch.default_smem_per_block:  # maybe helpers' variables this kernel never uses
+                static = self._exact_static_smem(so, self.image.funcs.get(fn, ""), static)
+            kernels[name] = KernelInfo(name, codes, invoke, params, static)
+        for k in kernels.values():
+            msg = _limits.check_static_smem(k.name, k.static_smem, self.arch)
+            if msg:
+                raise CompileError(f"compiling {self.source.display_name}: {msg}", msg, self.source.path)
+        self.kernels = kernels
+        self._lib = lib
+
+    def _exact_static_smem(self, so: Path, symbol: str, estimate: int) -> int:
+        """Return the static shared bytes the kernel ``symbol`` reaches: link its object alone, with --gc-sections.
+
+        The estimate of :meth:`_static_smem` counts every helper's ``__shared__`` variables for every kernel; when
+        that is over the limit, this link (cached next to the module) tells what the kernel really uses.
+        """
+        obj, memo = so.with_suffix(".o"), so.with_suffix(".smem.json")
+        try:
+            known = json.loads(memo.read_text())
+        except (OSError, ValueError):
+            known = {}
+        if symbol in known:
+            return int(known[symbol])
+        if not symbol or not obj.exists():
+            return estimate
+        with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="smem-") as td:
+            vs = Path(td) / "local.map"
+            vs.write_text("{ local: *; };\n")
+            out = Path(td) / "one.so"
+            r = _run_compiler([find_cxx(), "-shared", "-Wl,--gc-sections", f"-Wl,--undefined={symbol}",
+                               f"-Wl,--version-script={vs}", str(obj), "-o", str(out)], self.source.display_name)
+            if r.returncode != 0:
+                return estimate
+            img = _elf.read_module(out)
+        exact = sum(t.size for t in img.tls if not _elf.is_internal_tls(t.name))
+        known[symbol] = exact
+        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known))
+        os.replace(tmp, memo)
+        return exact
+
+    def _static_smem(self, fn_offset: int, kernel_prefixes: set) -> int:
+        """Return the static shared bytes of the kernel at ``fn_offset``: its own plus helpers' and file-scope."""
+        own = self.image.static_prefix(fn_offset) if self.image else None
+        total = 0
+        for s in self.image.tls if self.image else ():
+            if _elf.is_internal_tls(s.name):
+                continue
+            if own and s.name.startswith(own):
+                total += s.size
+            elif not any(s.name.startswith(p) for p in kernel_prefixes):
+                total += s.size  # a __device__ helper's or a file-scope __shared__ variable: counted for every kernel
+        return total
 
     def _build(self, cxx: str, flags: list[str], tu: str, key: str) -> Path:
         runtime()  # make sure the runtime exists before any kernel module is loaded
@@ -270,24 +452,39 @@ class CpuModule:
             cpp.write_text(tu)
             dep = Path(td) / "kernel.d"
             out = Path(td) / "kernel.so"
-            cmd = [cxx, *CXXFLAGS, "-I", str(INCLUDE_DIR), *flags, "-MD", "-MF", str(dep), str(cpp), "-o", str(out)]
-            r = _run_compiler(cmd, self.source.display_name)
-            if r.returncode != 0:
-                log = r.stderr.replace(str(cpp), "<workbench generated>")
-                errs = [ln for ln in log.splitlines() if ": error" in ln or ": fatal error" in ln]
-                head = "\n".join(errs[:10]) if errs else log[-2000:]
-                raise CompileError(
-                    f"compiling {self.source.display_name} for the CPU engine failed:\n{head}\n\n"
-                    f"full compiler output:\n{_trim(log)}", log, self.source.path)
+            obj = Path(td) / "kernel.o"
+            # One section per function and variable: a link rooted at one kernel (see _exact_static_smem) keeps
+            # only the __shared__ variables that kernel reaches.
+            cmd = [cxx, *CXXFLAGS, "-ffunction-sections", "-fdata-sections", "-I", str(INCLUDE_DIR), *flags,
+                   "-MD", "-MF", str(dep), *(_sanitize_flags(cxx) if self.checked else []), "-c", str(cpp),
+                   "-o", str(obj)]
+            self._check_compile(_run_compiler(cmd, self.source.display_name), cpp)
+            # checked: link between the redzones, without ThreadSanitizer's runtime (wb_sanitize.h has the hooks)
+            objs = [str(_redzone_objects(cxx)[0]), str(obj), str(_redzone_objects(cxx)[1])] if self.checked \
+                else [str(obj)]
+            self._check_compile(_run_compiler([cxx, *LDFLAGS, *objs, "-o", str(out)], self.source.display_name),
+                                cpp)
             deps = {p: _file_hash(p) for p in _parse_deps(dep.read_text() if dep.exists() else "", cpp)}
             # The file name carries the state of the user headers too: a rebuilt module gets a new name, so that
             # dlopen (which returns an already-loaded library for a known path) loads the new code.
             so = cache_dir() / f"k-{key}-{_hash(json.dumps(deps, sort_keys=True))[:12]}.so"
+            os.replace(obj, so.with_suffix(".o"))
             os.replace(out, so)
             tmp_meta = cache_dir() / f"k-{key}.json.{os.getpid()}.tmp"
             tmp_meta.write_text(json.dumps({"so": so.name, "deps": deps}))
             os.replace(tmp_meta, cache_dir() / f"k-{key}.json")
             return so
+
+    def _check_compile(self, r: subprocess.CompletedProcess, cpp: Path) -> None:
+        """Raise CompileError with the user's file and line if the compiler failed."""
+        if r.returncode == 0:
+            return
+        log = r.stderr.replace(str(cpp), "<workbench generated>")
+        errs = [ln for ln in log.splitlines() if ": error" in ln or ": fatal error" in ln]
+        head = "\n".join(errs[:10]) if errs else log[-2000:]
+        raise CompileError(
+            f"compiling {self.source.display_name} for the CPU engine failed:\n{head}\n\n"
+            f"full compiler output:\n{_trim(log)}", log, self.source.path)
 
     def kernel(self, name: str) -> KernelInfo:
         """Return the compiled kernel ``name``."""
@@ -302,6 +499,7 @@ class CpuModule:
 
 
 _loaded: dict[str, ctypes.CDLL] = {}
+_images: dict[str, _elf.ModuleImage] = {}
 
 
 def _trim(s: str, n: int = 60) -> str:
@@ -409,8 +607,11 @@ def _describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:120]
 
 
-def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any]]:
-    """Return (void** array, keep-alive list) for ``args``, or raise KernelArgumentError."""
+def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, int, int, int]]]:
+    """Return (void** array, keep-alive list, [(pointer, bytes, parameter index, address of the pointer)]).
+
+    Raises KernelArgumentError for arguments that do not match the kernel's parameters.
+    """
     if not isinstance(args, (tuple, list)):
         raise KernelArgumentError(f"kernel {info.name!r}: args must be a tuple of arguments, got {_describe(args)}")
     n = len(info.codes)
@@ -419,6 +620,7 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any]]:
         raise KernelArgumentError(
             f"kernel {info.name!r} takes {n} argument{'s' if n != 1 else ''} ({sig}) but {len(args)} were given")
     keep: list[Any] = []
+    bufs: list[tuple[int, int, int, int]] = []
     arr = (ctypes.c_void_p * max(n, 1))()
     for i, (code, a) in enumerate(zip(info.codes, args, strict=True)):
         p = info.params[i]
@@ -426,12 +628,14 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any]]:
         if code.startswith("*"):
             rec = _PtrArg()
             rec.ptr, rec.bytes = _pointer(where, code, a, keep)
+            if rec.ptr and rec.bytes:
+                bufs.append((rec.ptr, rec.bytes, i, ctypes.addressof(rec) + _PtrArg.ptr.offset))
         else:
             rec = _scalar(where, code, a)
         keep.append(rec)
         arr[i] = ctypes.cast(ctypes.pointer(rec), ctypes.c_void_p)
     keep.append(arr)
-    return arr, keep
+    return arr, keep, bufs
 
 
 def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int]:
@@ -542,37 +746,92 @@ def n_threads() -> int:
     return os.cpu_count() or 1
 
 
-def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tuple, shared_mem: int,
-           max_dynamic_smem: int) -> None:
-    """Run kernel ``info`` of ``module`` over ``grid`` x ``block`` on the CPU (synchronously)."""
-    g = _dims(grid, "grid", info.name)
-    b = _dims(block, "block", info.name)
+def _check_config(info: KernelInfo, module: CpuModule, g: tuple, b: tuple, shared_mem: int,
+                  max_dynamic_smem: int) -> None:
     nthr = b[0] * b[1] * b[2]
     if b[0] > 1024 or b[1] > 1024 or b[2] > 64 or nthr > 1024:
         raise LaunchConfigError(f"kernel {info.name!r}: block {b} is invalid: at most 1024 threads per block "
                                 f"(x, y <= 1024, z <= 64); got {nthr}")
     if g[0] > 2**31 - 1 or g[1] > 65535 or g[2] > 65535:
         raise LaunchConfigError(f"kernel {info.name!r}: grid {g} is invalid (x < 2^31, y and z <= 65535)")
-    shared_mem = int(shared_mem)
     if shared_mem < 0:
         raise LaunchConfigError(f"kernel {info.name!r}: shared_mem must be >= 0, got {shared_mem}")
-    if shared_mem > max(48 * 1024, max_dynamic_smem):
-        raise LaunchConfigError(
-            f"kernel {info.name!r}: shared_mem={shared_mem} bytes exceeds the 48 KiB default limit for dynamic shared "
-            "memory; on a GPU you must first raise it with kernel.max_dynamic_shared_size_bytes = N "
-            "(cudaFuncAttributeMaxDynamicSharedMemorySize), up to 227 KiB on sm_90")
-    arr, keep = convert_args(info, args)
-    rt = runtime()
-    err = ctypes.create_string_buffer(2048)
-    cap = 64
-    recs = (_OOB * cap)()
-    total = ctypes.c_long(0)
-    rc = rt.wb_launch(info.invoke, ctypes.cast(arr, ctypes.c_void_p), g[0], g[1], g[2], b[0], b[1], b[2],
-                      shared_mem, n_threads(), err, len(err), ctypes.cast(recs, ctypes.c_void_p), cap,
-                      ctypes.byref(total))
+    _limits.check_dynamic_smem(info.name, shared_mem, info.static_smem, int(max_dynamic_smem or 0), module.arch)
+
+
+def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, shared_mem: int, arr: Any,
+                     bufs: list[tuple[int, int, int, int]], keep: list) -> _Desc:
+    """Return the runtime's launch description (arrays it points to are appended to ``keep``)."""
+    d = _Desc()
+    d.invoke = info.invoke
+    d.args = ctypes.cast(arr, ctypes.c_void_p)
+    d.grid[:] = g
+    d.block[:] = b
+    d.smem = shared_mem
+    d.nthreads = 1 if module.checked else n_threads()  # checked: one worker, deterministic reports
+    d.checked = int(module.checked)
+    lib = module._lib
+    img = module.image
+    d.dl_handle = lib._handle
+    d.tls_probe = ctypes.cast(lib.wb_tls_probe, ctypes.c_void_p).value
+    d.tls_bytes = img.tls_bytes if img else 0
+    d.text_lo, d.text_hi = (module.base + img.text[0], module.base + img.text[1]) if img else (0, 0)
+    d.module_base = module.base
+    if module.checked:
+        d.san_enabled = ctypes.addressof(ctypes.c_int.in_dll(lib, "wb_san_enabled"))
+        d.static_lo, d.static_bytes = module.static_window
+        d.redzone = REDZONE
+        guards = [(t.value - module.static_window[0], t.size) for t in (img.tls if img else ())
+                  if t.name.startswith("_ZGV") and t.size]
+        garr = (ctypes.c_uint64 * max(2 * len(guards), 1))(*(v for g in guards for v in g))
+        keep.append(garr)
+        d.nguard = len(guards)
+        d.guard = ctypes.cast(garr, ctypes.c_void_p)
+        n = max(len(bufs), 1)
+        ptrs = (ctypes.c_uint64 * n)(*(b[0] for b in bufs))
+        sizes = (ctypes.c_uint64 * n)(*(b[1] for b in bufs))
+        params = (ctypes.c_int * n)(*(b[2] for b in bufs))
+        slots = (ctypes.c_uint64 * n)(*(b[3] for b in bufs))
+        keep += [ptrs, sizes, params, slots]
+        d.nbuf = len(bufs)
+        d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot = (ctypes.cast(x, ctypes.c_void_p)
+                                                           for x in (ptrs, sizes, params, slots))
+    d.time_limit = _limits.time_limit() or 0.0
+    d.size_guard = _limits.size_guard() or 0.0
+    err = ctypes.create_string_buffer(4096)
+    recs = (_Record * (3 * RECORD_CAP))()
+    keep += [err, recs]
+    d.errbuf = ctypes.cast(err, ctypes.c_void_p)
+    d.errlen = len(err)
+    d.records = ctypes.cast(recs, ctypes.c_void_p)
+    d.record_cap = RECORD_CAP
+    return d
+
+
+RECORD_CAP = 64  # records kept per sanitizer tool (all are counted)
+
+
+def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tuple, shared_mem: int,
+           max_dynamic_smem: int) -> None:
+    """Run kernel ``info`` of ``module`` over ``grid`` x ``block`` on the CPU (synchronously)."""
+    g = _dims(grid, "grid", info.name)
+    b = _dims(block, "block", info.name)
+    shared_mem = int(shared_mem)
+    _check_config(info, module, g, b, shared_mem, max_dynamic_smem)
+    arr, keep, bufs = convert_args(info, args)
+    d = _describe_launch(module, info, g, b, shared_mem, arr, bufs, keep)
+    rc = runtime().wb_launch2(ctypes.byref(d))
+    _raise_for(rc, d, module, info, g, b, keep)
     del keep
+
+
+def _raise_for(rc: int, d: _Desc, module: CpuModule, info: KernelInfo, g: tuple, b: tuple, keep: list) -> None:
+    """Raise the error a launch ended with (runtime return code ``rc``)."""
+    if rc == 0:
+        return
+    shape = f"grid {g}, block {b}"
     if rc == 1:
-        msg = err.value.decode(errors="replace")
+        msg = (ctypes.cast(d.errbuf, ctypes.c_char_p).value or b"").decode(errors="replace")
         if "inline PTX" in msg:
             raise GpuOnlyError(
                 f"kernel {info.name!r} executes inline PTX asm, which only a GPU can run: {msg}. "
@@ -580,30 +839,35 @@ def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tup
                 "or run it in gpu mode.")
         raise KernelLaunchError(f"kernel {info.name!r} failed: {msg}")
     if rc == 2:
-        records = [_oob_dict(recs[i], info) for i in range(min(cap, total.value))]
-        raise MemcheckError(_memcheck_report(info.name, records, total.value), records, total.value)
+        recs = ctypes.cast(d.records, ctypes.POINTER(_Record))
+        _sanitizer.raise_for([recs[i] for i in range(d.nrecords)], list(d.totals), module, info, b)
+    if rc == 3:
+        raise KeyboardInterrupt(f"kernel {info.name!r} ({shape}) interrupted after {d.elapsed:.2f} s "
+                                f"({d.blocks_done} block(s) done); the module stays usable")
+    if rc == 4:
+        raise LaunchTimeoutError(
+            f"kernel {info.name!r} ({shape}) ran past the CPU engine's time limit of {d.time_limit:g} s per launch "
+            f"and was stopped ({d.blocks_done} of {g[0] * g[1] * g[2]} block(s) done). An endless loop? Otherwise "
+            "raise the limit with workbench.cuda.set_time_limit(seconds) (None: no limit) or "
+            "$WORKBENCH_CUDA_TIME_LIMIT.")
+    if rc == 5:
+        raise LaunchTooLargeError(_too_large_message(info, d, g, b, module.checked))
+    raise KernelLaunchError(f"kernel {info.name!r}: the CPU engine returned an unknown status {rc}")
 
 
-_KINDS = {0: "read", 1: "write", 2: "access", 3: "misaligned access"}
+def _human(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
-def _oob_dict(r: _OOB, info: KernelInfo) -> dict:
-    pname = info.params[r.param].name if 0 <= r.param < len(info.params) else f"#{r.param}"
-    return {"kind": _KINDS.get(r.kind, "access"), "size": int(r.size), "param": pname, "param_index": int(r.param),
-            "offset": int(r.offset), "buffer_bytes": int(r.buf_bytes), "block": tuple(r.block),
-            "thread": tuple(r.thread)}
-
-
-def _memcheck_report(kernel: str, records: list[dict], total: int) -> str:
-    lines = [f"checked launch of kernel {kernel!r}: {total} invalid __global__ access(es)"]
-    for r in records[:10]:
-        off, nb = r["offset"], r["buffer_bytes"]
-        rel = (f"{off - nb} bytes after the end" if off >= nb else
-               f"{-off} bytes before the start" if off < 0 else f"at byte offset {off} (misaligned)")
-        kind = r["kind"]
-        what = "Misaligned address" if kind == "misaligned access" else f"Invalid __global__ {kind}"
-        lines.append(f"  {what} of size {r['size']} on {r['param']!r} ({rel} of a {nb}-byte buffer)\n"
-                     f"      by thread {r['thread']} in block {r['block']}")
-    if total > 10:
-        lines.append(f"  ... and {total - 10} more")
-    return "\n".join(lines)
+def _too_large_message(info: KernelInfo, d: _Desc, g: tuple, b: tuple, checked: bool) -> str:
+    nblocks = g[0] * g[1] * g[2]
+    done = d.blocks_done
+    est = (f"about {_human(d.estimate)}" if done else f"at least {_human(d.estimate)} (no block finished in "
+                                                       f"{d.elapsed:.2f} s)")
+    return (f"kernel {info.name!r}: this launch (grid {g} = {nblocks} blocks of {b[0] * b[1] * b[2]} threads) would "
+            f"take {est} on the CPU engine{' in checked mode' if checked else ''}, over the size guard of "
+            f"{d.size_guard:g} s, so it was stopped after {d.elapsed:.2f} s ({done} block(s) done). The CPU engine "
+            "runs every CUDA thread on the CPU: use a smaller problem in cpu mode, or raise the guard with "
+            "workbench.cuda.set_size_guard(seconds) (None: off) or $WORKBENCH_CUDA_SIZE_GUARD.")

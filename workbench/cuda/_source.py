@@ -118,6 +118,7 @@ class KernelDecl:
     line: int
     params: list[Param] = field(default_factory=list)
     is_definition: bool = True
+    name_span: tuple[int, int] = (0, 0)
 
 
 _GLOBAL = re.compile(r"\b__global__\b")
@@ -177,7 +178,7 @@ def find_kernels(src: str, marker: str = "__global__") -> list[KernelDecl]:
             else:
                 params.append(Param(" ".join(txt.split()), f"#{len(params)}", (s, e)))
         found.append(KernelDecl(name, is_template, masked.count("\n", 0, m.start()) + 1, params,
-                                is_definition=after.startswith("{")))
+                                is_definition=after.startswith("{"), name_span=(im.start(1), im.end(1))))
     return found
 
 
@@ -185,7 +186,6 @@ _EXTERN_SHARED = re.compile(
     r"\bextern\s+(?P<q1>(?:volatile\s+)?)__shared__\s+(?P<align>(?:(?:__align__|alignas)\s*\(\s*\w+\s*\)\s*)?)"
     r"(?P<type>[A-Za-z_][\w:\s<>,*]*?)\s+(?P<name>[A-Za-z_]\w*)\s*\[\s*\]\s*;")
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b(?:\s*(?:volatile|__volatile__|goto))*\s*(?=\()")
-_RCAST = re.compile(r"\breinterpret_cast\s*<")
 
 
 def has_inline_asm(src: str) -> bool:
@@ -197,16 +197,21 @@ def _brace_depth(masked: str, pos: int) -> int:
     return masked.count("{", 0, pos) - masked.count("}", 0, pos)
 
 
-def rewrite_for_cpu(src: str, display_name: str, checked: bool) -> str:
+def rewrite_for_cpu(src: str, display_name: str, checked: bool, rename: dict[str, str] | None = None) -> str:
     """Return ``src`` rewritten for the CPU engine; every original line keeps its line number.
 
     * ``asm(...)`` becomes a call that traps with a clear "GPU-only" error if it is ever executed;
     * ``extern __shared__ T name[];`` becomes a pointer to the launch's dynamic shared memory;
-    * in checked builds, the pointer parameters of kernels become bounds-checked ``wb::gptr<T>`` and
-      ``reinterpret_cast`` becomes ``wb::rcast`` (which keeps the bounds).
+    * kernels named in ``rename`` (names the C library declares: ``write``, ``exp``, ``index``, ...) get the new
+      name where they are declared, so they neither clash with nor bind to the library's function.
+
+    ``checked`` builds need no rewriting: the compiler's instrumentation sees every access (wb_sanitize.h).
     """
     masked = mask_comments_and_strings(src)
     edits: list[tuple[int, int, str]] = []
+    for k in find_kernels(src) if rename else ():
+        if k.name in rename and not k.is_template:
+            edits.append((k.name_span[0], k.name_span[1], rename[k.name]))
     for m in _ASM.finditer(masked):
         edits.append((m.start(), m.end(), "WB_ASM"))
     for m in _EXTERN_SHARED.finditer(masked):
@@ -222,35 +227,11 @@ def rewrite_for_cpu(src: str, display_name: str, checked: bool) -> str:
                    f'#line {line} "{_escape(display_name)}"\n')
         nl = masked.count("\n", m.start(), m.end())
         edits.append((m.start(), m.end(), new + "\n" * nl))
-    if checked:
-        for m in _RCAST.finditer(masked):
-            edits.append((m.start(), m.end(), "::wb::rcast<"))
-        for k in find_kernels(src):
-            for p in k.params:
-                new = _checked_param(src[p.span[0]:p.span[1]])
-                if new is not None:
-                    edits.append((p.span[0], p.span[1], new))
     edits.sort(key=lambda e: e[0], reverse=True)
     out = src
     for s, e, new in edits:
         out = out[:s] + new + out[e:]
     return out
-
-
-_PTR_PARAM = re.compile(
-    r"^(?P<lead>\s*)(?P<base>[A-Za-z_][\w:\s<>,]*?)\s*\*\s*(?P<quals>(?:(?:__restrict__|__restrict|const)\s*)*)"
-    r"(?P<name>[A-Za-z_]\w*)(?P<trail>\s*)$", re.S)
-
-
-def _checked_param(text: str) -> str | None:
-    """Return the checked-pointer spelling of one parameter, or None if it is not a plain ``T*``."""
-    body = text.split("=")[0]
-    m = _PTR_PARAM.match(body)
-    if not m or "(" in body:
-        return None
-    base = " ".join(m.group("base").replace("__restrict__", "").split())
-    nl = body.count("\n")
-    return f"{m.group('lead')}::wb::gptr<{base}> {m.group('name')}" + "\n" * nl
 
 
 def _escape(s: str) -> str:

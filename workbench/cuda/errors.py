@@ -36,10 +36,38 @@ class GpuOnlyError(KernelLaunchError):
     """The kernel uses a feature (inline PTX) that only a real GPU can run."""
 
 
-class MemcheckError(KernelLaunchError):
-    """A checked launch found invalid global-memory accesses; ``records`` lists them (dicts)."""
+class LaunchTimeoutError(KernelLaunchError):
+    """A CPU-engine launch ran past its time limit (``workbench.cuda.set_time_limit``) and was stopped."""
+
+
+class LaunchTooLargeError(LaunchConfigError):
+    """A CPU-engine launch was refused up front: its estimated run time is far over the size guard."""
+
+
+class SanitizerError(KernelLaunchError):
+    """A checked launch found a bug, as compute-sanitizer's ``tool`` would; ``records`` lists them (dicts)."""
+
+    tool = "sanitizer"
 
     def __init__(self, message: str, records: list[dict], total: int) -> None:
         super().__init__(message)
         self.records = records
         self.total = total
+
+
+class MemcheckError(SanitizerError):
+    """A checked launch found out-of-bounds or misaligned accesses (global or shared memory)."""
+
+    tool = "memcheck"
+
+
+class RaceError(SanitizerError):
+    """A checked launch found a data race (shared memory between two barriers, or global memory in one launch)."""
+
+    tool = "racecheck"
+
+
+class UninitializedError(SanitizerError):
+    """A checked launch read memory that was never written (shared memory, as compute-sanitizer's initcheck)."""
+
+    tool = "initcheck"

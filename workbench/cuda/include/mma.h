@@ -3,7 +3,8 @@
 // Every lane of the warp holds a full copy of the tile (x[] is the whole tile in row-major order, so
 // num_elements = rows * cols rather than the GPU's per-lane share). Element-wise loops over x[] and all the
 // *_sync operations therefore give the GPU's results; only code that assumes the GPU's lane-to-element mapping
-// would differ. load/store synchronise the warp first, as a warp-wide operation does on the GPU.
+// would differ. load/store synchronise the warp first, as a warp-wide operation does on the GPU; store_matrix_sync
+// writes the tile from one lane (the lowest taking part), so that racecheck sees one writer per element.
 #pragma once
 #include "wb_cuda.h"
 #include "wb_fp16.h"
@@ -89,14 +90,16 @@ __forceinline__ void load_matrix_sync(fragment<accumulator, M, N, K, T, void>& f
 template <int M, int N, int K, class T>
 __forceinline__ void store_matrix_sync(typename detail::ident<T>::type* p, const fragment<accumulator, M, N, K, T, void>& f,
                                        unsigned ldm, layout_t layout) {
-  __syncwarp();
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < N; ++c) {
-      if (layout == mem_row_major)
-        p[(size_t)r * ldm + c] = f.x[r * N + c];
-      else
-        p[(size_t)c * ldm + r] = f.x[r * N + c];
-    }
+  unsigned active;
+  wb_warp_gather(0xffffffffu, 0, &active);  // __syncwarp() that also says which lanes take part
+  if (wb_self()->lane == (unsigned)__builtin_ctz(active))  // every lane holds the same tile: one of them stores it
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < N; ++c) {
+        if (layout == mem_row_major)
+          p[(size_t)r * ldm + c] = f.x[r * N + c];
+        else
+          p[(size_t)c * ldm + r] = f.x[r * N + c];
+      }
   __syncwarp();
 }
 

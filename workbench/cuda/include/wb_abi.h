@@ -7,34 +7,26 @@
 #include <cstddef>
 #include <cstdint>
 
-#define WB_ABI_VERSION 3
+#define WB_ABI_VERSION 4
 #define WB_STACK_SIZE (256u * 1024u)
 
 struct wb_uint3 {
   unsigned int x, y, z;
 };
 
-struct wb_oob_record {  // one out-of-bounds / misaligned access seen in checked mode
-  int param;            // kernel parameter index of the buffer
-  int kind;             // 0 read, 1 write, 2 read-or-write (unknown), 3 misaligned
-  int64_t offset;       // byte offset of the access from the buffer start
-  uint64_t size;        // access size in bytes
-  uint64_t buf_bytes;   // buffer size in bytes
-  unsigned block[3], thread[3];
-  int line;             // source line (from #line), 0 if unknown
-  const char* file;
-};
-
 struct wb_thread {
   wb_uint3 threadIdx, blockIdx, blockDim, gridDim;
   unsigned lane, warp;
   void* dyn_smem;
-  // checked mode: an invalid access is redirected to `scratch`, pre-filled with a canary so that a later look
-  // tells whether the access was a write.
-  int oob_pending;  // index of the record whose read/write kind is still unknown, -1 if none
-  unsigned char scratch[64] __attribute__((aligned(64)));
   void* runtime;  // the runtime's private fiber record
 };
+
+// Flags of wb_san_access (checked builds: every memory access of device code that is not to the fiber's own
+// stack, seen through the compiler's -fsanitize=thread instrumentation).
+#define WB_SAN_READ 1u
+#define WB_SAN_WRITE 2u
+#define WB_SAN_ATOMIC 4u
+#define WB_SAN_MISALIGNED 8u  // -fsanitize=alignment: a pointer to T is used at an address not a multiple of alignof(T)
 
 extern "C" {
 void wb_syncthreads(void);
@@ -44,9 +36,8 @@ int wb_syncthreads_op(int pred, int op);  // op: 0 count, 1 and, 2 or
 const uint64_t* wb_warp_gather(unsigned mask, uint64_t v, unsigned* active);
 void wb_syncwarp(unsigned mask);
 __attribute__((noreturn)) void wb_trap(const char* what, const char* file, int line);
-int wb_report_oob(int param, int kind, int64_t offset, uint64_t size, uint64_t buf_bytes, const char* file,
-                  int line);
-void wb_oob_resolve(void);
+// checked builds: one memory access of device code (flags WB_SAN_*); `pc` is its address in the kernel module.
+void wb_san_access(const void* addr, uint64_t size, unsigned flags, const void* pc);
 }
 
 // The record's offset from the top of the stack is staggered by stack ("colour"), so that the records and the

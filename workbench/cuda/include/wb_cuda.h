@@ -37,7 +37,8 @@
 #define __constant__
 #define __managed__
 #define __grid_constant__
-#define __shared__ static thread_local
+// `used`: the compiler must not assume a shared variable it never sees written keeps its zero initial value.
+#define __shared__ static thread_local __attribute__((used))
 #define __noinline__ __attribute__((noinline))
 #define __forceinline__ inline __attribute__((always_inline))
 #define __inline_hint__ inline
@@ -49,6 +50,8 @@
 #define __builtin_align__(n) __attribute__((aligned(n)))
 #define __CUDA_ALIGN__(n) __attribute__((aligned(n)))
 #define WB_ASM(...) (wb_trap("inline PTX (asm) cannot run on the CPU engine", __FILE__, __LINE__))
+// Code that runs outside a fiber (called from Python) must not be instrumented in checked builds.
+#define WB_NO_SAN __attribute__((no_sanitize("thread")))
 
 // ------------------------------------------------------------------ vector types
 #define WB_VEC1(T, N, A) \
@@ -442,25 +445,19 @@ template <class T, class = void>
 struct tcode_ext {  // specialised by cuda_fp16.h / cuda_bf16.h
   static constexpr const char* value = nullptr;
 };
-template <class T>
-struct gptr;
 struct ptr_arg {
   void* ptr;
   uint64_t bytes;
 };
-template <class T>
-struct is_gptr : std::false_type {};
-template <class T>
-struct is_gptr<gptr<T>> : std::true_type {};
 
 struct sigbuf {
   char s[1024];
   int n = 0;
-  void put(const char* t) {
+  WB_NO_SAN void put(const char* t) {
     while (*t && n < 1000) s[n++] = *t++;
     s[n] = 0;
   }
-  void put_num(unsigned long v) {
+  WB_NO_SAN void put_num(unsigned long v) {
     char t[24];
     snprintf(t, sizeof t, "%lu", v);
     put(t);
@@ -468,7 +465,7 @@ struct sigbuf {
 };
 
 template <class T>
-void put_scalar(sigbuf& b) {
+WB_NO_SAN void put_scalar(sigbuf& b) {
   typedef typename std::remove_cv<T>::type U;
   if (tcode_ext<U>::value) {
     b.put(tcode_ext<U>::value);
@@ -489,14 +486,10 @@ void put_scalar(sigbuf& b) {
   }
 }
 template <class T>
-void put_code(sigbuf& b) {
+WB_NO_SAN void put_code(sigbuf& b) {
   typedef typename std::remove_cv<T>::type U;
   if constexpr (std::is_pointer<U>::value) {
     typedef typename std::remove_pointer<U>::type E;
-    b.put(std::is_const<E>::value ? "*c" : "*");
-    put_scalar<E>(b);
-  } else if constexpr (is_gptr<U>::value) {
-    typedef typename U::element_type E;
     b.put(std::is_const<E>::value ? "*c" : "*");
     put_scalar<E>(b);
   } else {
@@ -504,7 +497,7 @@ void put_code(sigbuf& b) {
   }
 }
 template <class... P>
-const char* signature(void (*)(P...)) {
+WB_NO_SAN const char* signature(void (*)(P...)) {
   static sigbuf b;
   if (b.n == 0) {
     b.put("(");
@@ -519,9 +512,6 @@ __forceinline__ P arg_cast(void* a, int index) {
   typedef typename std::remove_cv<P>::type U;
   if constexpr (std::is_pointer<U>::value) {
     return (P)(static_cast<ptr_arg*>(a)->ptr);
-  } else if constexpr (is_gptr<U>::value) {
-    ptr_arg* r = static_cast<ptr_arg*>(a);
-    return U((typename U::element_type*)r->ptr, (const char*)r->ptr, r->bytes, index);
   } else {
     U v;
     std::memcpy((void*)&v, a, sizeof(U));
@@ -544,15 +534,17 @@ struct kernel_entry {
   const char* name;
   const char* (*sig)();
   void (*invoke)(void**);
+  void* fn;  // the kernel function itself (its symbol names its static __shared__ variables)
 };
 template <auto F>
-const char* sig_of() {
+WB_NO_SAN const char* sig_of() {
   return signature(F);
 }
 }  // namespace wb
 
-#define WB_KERNEL(NAME_STR, ...) {NAME_STR, &wb::sig_of<&__VA_ARGS__>, &wb::invoke<&__VA_ARGS__>},
+#define WB_KERNEL(NAME_STR, ...) \
+  {NAME_STR, &wb::sig_of<&__VA_ARGS__>, &wb::invoke<&__VA_ARGS__>, reinterpret_cast<void*>(&__VA_ARGS__)},
 
 #ifdef WB_CHECKED
-#include "wb_checked.h"
+#include "wb_sanitize.h"
 #endif

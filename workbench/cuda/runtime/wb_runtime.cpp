@@ -2,16 +2,38 @@
 //
 // * Blocks run in parallel on a pool of OS threads (one block at a time per worker; the launching thread works
 //   too). Static __shared__ variables are `static thread_local` in kernel modules, which is right because every
-//   fiber of a block runs on the same worker.
+//   fiber of a block runs on the same worker. At the start of every block the module's TLS block (its static
+//   shared memory) and the dynamic shared memory are filled with 0xFF bytes: NaN as f32/f16/bf16/f64 and -1 as
+//   an integer, so a kernel that reads shared memory it never wrote sees garbage, as on a GPU.
 // * Each CUDA thread of a block is a fiber with its own stack. A fiber runs until it waits at a barrier
 //   (__syncthreads, a warp collective) or exits; the worker's scheduler then resumes the next ready fiber in
 //   thread-index order. So barriers are real, and a missing __syncthreads gives a deterministic wrong answer.
 // * The context switch is a hand-written x86-64 routine (callee-saved registers only, no syscall); other
 //   targets fall back to ucontext.
+// * A watchdog thread stops a launch on Ctrl-C (SIGINT, chained to Python's handler), past its time limit, or
+//   when its estimated run time (from the blocks done so far) is over the size guard. Fibers are stopped by a
+//   signal whose handler abandons the running fiber when it is executing the kernel module's own code (never
+//   inside the C library or this runtime, which may hold locks); runtime entry points check the flag too.
+// * Checked launches (one worker, so reports are deterministic) also run the sanitizers, fed by the module's
+//   -fsanitize=thread hooks (wb_sanitize.h): shared-memory memcheck (redzones around the static and dynamic
+//   windows), initcheck (a byte of shared memory read before this block wrote it) and racecheck. The race model
+//   follows compute-sanitizer: two accesses to one byte by different threads conflict if one writes, neither is
+//   atomic and no barrier separates them. For threads of one block, a completed __syncthreads orders everything
+//   before it ("epochs"), and for lanes of one warp any completed warp collective both lanes took part in does;
+//   for global memory, accesses from different blocks are never ordered. Shadow memory keeps, per byte, the
+//   last write and the last two reads by different threads, so the verdict does not depend on the order the
+//   fibers happened to run in.
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -19,15 +41,66 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "wb_abi.h"
 
-#if !defined(__x86_64__)
-#include <ucontext.h>
-#endif
-
 #define WB_EXPORT extern "C" __attribute__((visibility("default")))
+
+// ---------------------------------------------------------------- host-side launch description (ctypes mirror)
+struct wb_san_record {
+  int tool;          // 0 memcheck, 1 racecheck, 2 initcheck
+  int kind;          // memcheck: 0 read, 1 write, 2 access, 3 misaligned; racecheck: 0 RAW, 1 WAR, 2 WAW
+  int space;         // 0 global, 1 static shared, 2 dynamic shared
+  int param;         // global: kernel parameter index (-1 if unknown)
+  int64_t offset;    // bytes from the start of the buffer / shared window
+  uint64_t size;     // bytes accessed
+  uint64_t window;   // bytes of the buffer / shared window
+  unsigned block[3], thread[3];
+  uint64_t pc;       // module offset of the access (racecheck: the later access)
+  int write;         // the access writes (racecheck: the later one)
+  int prev_write;    // racecheck: the earlier access writes
+  unsigned prev_block[3], prev_thread[3];
+  uint64_t prev_pc;
+  long count;        // accesses folded into this record (racecheck/initcheck: same code locations)
+};
+
+struct wb_launch_desc {
+  void (*invoke)(void**);
+  void** args;
+  unsigned grid[3], block[3];
+  uint64_t smem;
+  int nthreads;
+  int checked;
+  void* dl_handle;            // the module (dlinfo finds each worker's TLS block: its static shared memory)
+  void* (*tls_probe)(void);   // touches the module's TLS so that the block is allocated
+  uint64_t tls_bytes;         // PT_TLS size, poisoned at each block start
+  uint64_t text_lo, text_hi;  // the module's code (where a fiber may be abandoned)
+  uint64_t module_base;       // load address: pcs are reported relative to it
+  int* san_enabled;           // checked: the module's hook switch
+  uint64_t static_lo, static_bytes;  // checked: the user's static shared window within the TLS block
+  uint64_t redzone;                  // checked: redzone bytes on each side of the shared windows
+  int nguard;                        // checked: C++ guard variables in the static window (offset, bytes): the
+  const uint64_t* guard;             //   compiler's, not the kernel's, so never uninitialized nor racy
+  int nbuf;                   // checked: the pointer arguments, run on redzoned copies
+  const uint64_t* buf_ptr;
+  const uint64_t* buf_bytes;
+  const int* buf_param;
+  const uint64_t* buf_slot;   // where each pointer is stored in the argument array (rewritten to the copy)
+  double time_limit;  // seconds (<= 0: none)
+  double size_guard;  // seconds (<= 0: none)
+  char* errbuf;
+  uint64_t errlen;
+  wb_san_record* records;
+  int record_cap;  // per tool
+  int nrecords;
+  long totals[3];
+  double elapsed, estimate;
+  long blocks_done;
+};
+
+enum { RC_OK = 0, RC_ERROR = 1, RC_SANITIZER = 2, RC_INTERRUPTED = 3, RC_TIMEOUT = 4, RC_TOO_LARGE = 5 };
 
 namespace {
 
@@ -56,19 +129,68 @@ struct Warp {
   uint64_t buf[2][32];
 };
 
+// ---------------------------------------------------------------- sanitizer state (checked launches)
+struct SanAcc {          // one access in shadow memory
+  uint32_t block;        // linear block index + 1 (0: none)
+  uint32_t epoch;        // the block's barrier generation
+  uint32_t wgen;         // the warp's collective generation
+  uint32_t pc;           // module offset
+  uint16_t thread;       // linear thread index in the block
+  uint16_t atomic;
+};
+struct SanCell {
+  SanAcc w, r, r2;  // last write; last read; last read by another thread than r's
+};
+struct SanRegion {
+  uintptr_t lo;  // global buffers: the copy the kernel runs on
+  uint64_t bytes;
+  SanCell* cells;
+  size_t map_bytes;
+  uintptr_t orig = 0;     // global buffers: the caller's memory
+  char* copy_map = nullptr;  // [rz][bytes][rz]
+  size_t copy_bytes = 0, rz = 0;
+};
+struct SanWarp {
+  unsigned all;          // lanes at block start
+  uint32_t full;         // 1 + index of the last collective round all of them took part in (0: none)
+  uint32_t pair[32][32]; // same, per pair of lanes, for rounds with fewer lanes
+};
+struct San {
+  uintptr_t st_lo = 0, dy_lo = 0;
+  uint64_t st_bytes = 0, dy_bytes = 0, rz = 0;
+  SanRegion st{}, dy{};
+  std::vector<SanRegion> globals;  // disjoint, sorted
+  SanWarp warps[32];
+  uint32_t cur_block = 0;
+  std::unordered_map<uint64_t, int> seen;  // racecheck/initcheck: (tool, kind, pcs, space) -> record index
+};
+
 struct Launch {
+  const wb_launch_desc* d;
   void (*invoke)(void**);
   void** args;
   wb_uint3 grid, block;
   size_t smem;
   long nblocks;
+  int nworkers = 1;
   std::atomic<long> next{0};
+  std::atomic<long> done{0};
   std::atomic<int> abort{0};
+  int stop = RC_OK;  // why the watchdog stopped it
+  std::atomic<int> faulted{0};  // a fiber hit a segmentation fault / bus error in the kernel's code
+  uintptr_t fault_addr = 0, fault_pc = 0;
+  unsigned fault_block[3] = {0, 0, 0}, fault_thread[3] = {0, 0, 0};
+  int fault_sig = 0;
+  bool fault_stack = false;  // the fault is on the fiber's guard page: a stack overflow
+  double estimate = 0;
+  std::chrono::steady_clock::time_point start;
   std::mutex mu;
   std::string error;
-  std::vector<wb_oob_record> oob;
-  long oob_total = 0;
-  int max_oob = 64;
+  std::vector<pthread_t> threads;
+  std::vector<wb_san_record> recs[3];
+  long totals[3] = {0, 0, 0};
+  int cap = 64;
+  San* san = nullptr;
 };
 
 struct Worker {
@@ -81,9 +203,12 @@ struct Worker {
 #if !defined(__x86_64__)
   ucontext_t sched_uc;
 #endif
-  char* smem = nullptr;
-  size_t smem_cap = 0;
+  char* smem = nullptr;  // dynamic shared memory (a redzone of smem_rz bytes on each side)
+  char* smem_map = nullptr;
+  size_t smem_cap = 0, smem_map_bytes = 0, smem_rz = 0;
+  char* tls_base = nullptr;  // the module's TLS block on this thread: static shared memory
   Launch* L = nullptr;
+  Fiber* volatile cur = nullptr;  // the fiber running now (read by the preemption handler)
   int n = 0, live = 0;
   int bar_arrived = 0;
   unsigned bar_gen = 0;
@@ -94,14 +219,29 @@ struct Worker {
   bool aborted = false;
   ~Worker() {
     if (map_base) munmap(map_base, map_bytes);
-    free(smem);
+    if (smem_map) munmap(smem_map, smem_map_bytes);
   }
 };
 
 thread_local Worker* tl_worker = nullptr;
 
+// An alternate signal stack for this thread, if it has none (Python's faulthandler gives the main thread one): a
+// fiber that overflows its stack faults on the guard page, and the handler needs a stack to run on.
+void ensure_altstack() {
+  stack_t cur;
+  if (sigaltstack(nullptr, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_sp) return;
+  stack_t st;
+  st.ss_size = 64 * 1024;
+  st.ss_sp = malloc(st.ss_size);  // lives as long as the thread
+  st.ss_flags = 0;
+  if (st.ss_sp) sigaltstack(&st, nullptr);
+}
+
 Worker* get_worker() {
-  if (!tl_worker) tl_worker = new Worker();  // lives as long as its OS thread (pool threads never exit)
+  if (!tl_worker) {
+    tl_worker = new Worker();  // lives as long as its OS thread (pool threads never exit)
+    ensure_altstack();
+  }
   return tl_worker;
 }
 
@@ -210,6 +350,26 @@ bool ensure_stacks(Worker* w, int n) {
   return true;
 }
 
+// Dynamic shared memory of `bytes`, with `rz` mapped bytes on each side (checked launches: out-of-bounds
+// accesses land there, are reported, and corrupt nothing).
+bool ensure_smem(Worker* w, size_t bytes, size_t rz) {
+  size_t cap = bytes < 256 ? 256 : (bytes + 4095) & ~(size_t)4095;
+  if (w->smem && w->smem_cap >= cap && w->smem_rz == rz) return true;
+  if (w->smem_map) munmap(w->smem_map, w->smem_map_bytes);
+  size_t total = cap + 2 * rz;
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    w->smem = w->smem_map = nullptr;
+    return false;
+  }
+  w->smem_map = (char*)m;
+  w->smem_map_bytes = total;
+  w->smem = (char*)m + rz;
+  w->smem_cap = cap;
+  w->smem_rz = rz;
+  return true;
+}
+
 inline Fiber* self_fiber() { return (Fiber*)wb_self()->runtime; }
 
 void set_error(Launch* L, const std::string& msg) {
@@ -225,6 +385,18 @@ std::string where(const wb_thread* t) {
   return b;
 }
 
+// Leave the running fiber for good (the launch is being stopped); the scheduler then returns.
+__attribute__((noreturn)) void abandon(Fiber* f) {
+  f->w->aborted = true;
+  f->state = DONE;
+  switch_to_sched(f);
+  __builtin_trap();
+}
+
+inline void check_abort(Fiber* f) {
+  if (__builtin_expect(f->w->L->abort.load(std::memory_order_relaxed) != 0, 0)) abandon(f);
+}
+
 void release_barrier(Worker* w) {
   int slot = w->bar_gen & 1;
   w->bar_result[slot] = w->bar_op == 0 ? w->bar_acc[0] : (w->bar_op == 1 ? w->bar_acc[1] : w->bar_acc[2]);
@@ -237,8 +409,20 @@ void release_barrier(Worker* w) {
     if (w->fibers[i].state == WAIT_BAR) w->fibers[i].state = READY;
 }
 
+void san_note_round(San* S, int wi, unsigned mask, unsigned gen) {
+  SanWarp& sw = S->warps[wi];
+  uint32_t r = gen + 1;
+  if (mask == sw.all) {
+    sw.full = r;
+    return;
+  }
+  for (unsigned a = mask; a; a &= a - 1)
+    for (unsigned b = mask; b; b &= b - 1) sw.pair[__builtin_ctz(a)][__builtin_ctz(b)] = r;
+}
+
 void release_warp(Worker* w, int wi) {
   Warp& W = w->warps[wi];
+  if (w->L->san) san_note_round(w->L->san, wi, W.arrived_mask, W.gen);
   int slot = W.gen & 1;
   W.active[slot] = W.arrived_mask;
   W.arrived = 0;
@@ -249,24 +433,315 @@ void release_warp(Worker* w, int wi) {
     if (w->fibers[base + l].state == WAIT_WARP) w->fibers[base + l].state = READY;
 }
 
-void oob_resolve_thread(wb_thread* t) {
-  if (t->oob_pending < 0) return;
-  Launch* L = ((Fiber*)t->runtime)->w->L;
-  bool wrote = false;
-  for (unsigned char c : t->scratch) wrote |= (c != 0xCD);
-  {
-    std::lock_guard<std::mutex> g(L->mu);
-    if (t->oob_pending < (int)L->oob.size() && L->oob[t->oob_pending].kind == 2)
-      L->oob[t->oob_pending].kind = wrote ? 1 : 0;
-  }
-  t->oob_pending = -1;
-  std::memset(t->scratch, 0xCD, sizeof t->scratch);
+void fill_coords(const Launch* L, uint32_t block1, unsigned tid, unsigned* b, unsigned* t) {
+  long lb = (long)block1 - 1;
+  b[0] = (unsigned)(lb % L->grid.x);
+  b[1] = (unsigned)((lb / L->grid.x) % L->grid.y);
+  b[2] = (unsigned)(lb / ((long)L->grid.x * L->grid.y));
+  t[0] = tid % L->block.x;
+  t[1] = (tid / L->block.x) % L->block.y;
+  t[2] = tid / (L->block.x * L->block.y);
 }
 
+// Add a record (memcheck: always, up to the cap; racecheck/initcheck: once per code location, counted).
+wb_san_record* add_record(Launch* L, int tool, uint64_t key, bool dedupe) {
+  L->totals[tool]++;
+  if (dedupe && L->san) {
+    auto it = L->san->seen.find(key);
+    if (it != L->san->seen.end()) {
+      L->recs[tool][it->second].count++;
+      return nullptr;
+    }
+  }
+  if ((int)L->recs[tool].size() >= L->cap) return nullptr;
+  if (dedupe && L->san) L->san->seen[key] = (int)L->recs[tool].size();
+  L->recs[tool].push_back(wb_san_record());
+  wb_san_record* r = &L->recs[tool].back();
+  std::memset(r, 0, sizeof *r);
+  r->tool = tool;
+  r->param = -1;
+  r->count = 1;
+  return r;
+}
+
+// ---------------------------------------------------------------- sanitizer: access checks
+struct Access {
+  const wb_thread* t;
+  SanAcc cur;
+  unsigned flags;
+  uint64_t size;
+  int space;  // 0 global, 1 static shared, 2 dynamic shared
+  uint64_t window;
+  int param;
+};
+
+inline bool is_atomic(unsigned f) { return (f & WB_SAN_ATOMIC) != 0; }
+
+// Whether `prev` and the current access `c` (of another thread of the same block) are unordered.
+inline bool unordered_in_block(const San* S, const SanAcc& prev, const SanAcc& c) {
+  if (prev.epoch != c.epoch) return false;  // a __syncthreads completed in between
+  if ((prev.thread >> 5) != (c.thread >> 5)) return true;
+  const SanWarp& sw = S->warps[c.thread >> 5];
+  uint32_t synced = sw.full > sw.pair[prev.thread & 31][c.thread & 31] ? sw.full : sw.pair[prev.thread & 31][c.thread & 31];
+  return synced <= prev.wgen;  // no collective both lanes took part in since `prev`
+}
+
+inline bool conflicts(const San* S, const SanAcc& prev, const SanAcc& c, bool global) {
+  if (prev.block == 0 || prev.atomic) return false;
+  if (prev.block != c.block) return global;  // blocks are unordered; stale shared-memory state is not
+  if (prev.thread == c.thread) return false;
+  return unordered_in_block(S, prev, c);
+}
+
+void record_race(Launch* L, const Access& A, int hazard, const SanAcc& prev, bool prev_write, int64_t off) {
+  uint64_t key = ((uint64_t)1 << 62) ^ ((uint64_t)hazard << 58) ^ ((uint64_t)A.space << 56) ^
+                 ((uint64_t)prev.pc << 28) ^ (uint64_t)A.cur.pc ^ ((uint64_t)A.cur.pc << 40);
+  wb_san_record* r = add_record(L, 1, key, true);
+  if (!r) return;
+  r->kind = hazard;
+  r->space = A.space;
+  r->param = A.param;
+  r->offset = off;
+  r->size = A.size;
+  r->window = A.window;
+  fill_coords(L, A.cur.block, A.cur.thread, r->block, r->thread);
+  r->pc = A.cur.pc;
+  r->write = (A.flags & WB_SAN_WRITE) != 0;
+  r->prev_write = prev_write;
+  fill_coords(L, prev.block, prev.thread, r->prev_block, r->prev_thread);
+  r->prev_pc = prev.pc;
+}
+
+void record_uninit(Launch* L, const Access& A, int64_t off) {
+  uint64_t key = ((uint64_t)2 << 62) ^ ((uint64_t)A.space << 56) ^ (uint64_t)A.cur.pc;
+  wb_san_record* r = add_record(L, 2, key, true);
+  if (!r) return;
+  r->space = A.space;
+  r->offset = off;
+  r->size = A.size;
+  r->window = A.window;
+  fill_coords(L, A.cur.block, A.cur.thread, r->block, r->thread);
+  r->pc = A.cur.pc;
+}
+
+void record_oob(Launch* L, const Access& A, int64_t off, bool misaligned) {
+  wb_san_record* r = add_record(L, 0, 0, false);
+  if (!r) return;
+  r->kind = misaligned ? 3 : (A.flags & WB_SAN_WRITE) ? 1 : 0;
+  r->param = A.param;
+  r->space = A.space;
+  r->offset = off;
+  r->size = A.size;
+  r->window = A.window;
+  fill_coords(L, A.cur.block, A.cur.thread, r->block, r->thread);
+  r->pc = A.cur.pc;
+  r->write = (A.flags & WB_SAN_WRITE) != 0;
+}
+
+inline void note_read(SanCell& c, const SanAcc& cur) {
+  if (c.r.block == 0 || (c.r.block == cur.block && c.r.thread == cur.thread)) {
+    c.r = cur;
+  } else {
+    c.r2 = c.r;
+    c.r = cur;
+  }
+}
+
+// Check one access against shadow `cells` (one per byte, the first at byte offset `off0` of its window).
+void check_cells(Launch* L, San* S, const Access& A, SanCell* cells, int64_t off0) {
+  const bool global = A.space == 0, atomic = is_atomic(A.flags);
+  bool raw = false, war = false, waw = false, uninit = false;
+  for (uint64_t i = 0; i < A.size; ++i) {
+    SanCell& c = cells[i];
+    if (A.flags & WB_SAN_READ) {
+      if (!global && c.w.block != A.cur.block) {
+        if (!uninit) record_uninit(L, A, off0 + (int64_t)i);
+        uninit = true;
+      } else if (!atomic && !raw && conflicts(S, c.w, A.cur, global)) {
+        record_race(L, A, 0, c.w, true, off0 + (int64_t)i);
+        raw = true;
+      }
+      if (!atomic) note_read(c, A.cur);
+    }
+    if (A.flags & WB_SAN_WRITE) {
+      if (!atomic) {
+        if (!waw && conflicts(S, c.w, A.cur, global)) {
+          record_race(L, A, 2, c.w, true, off0 + (int64_t)i);
+          waw = true;
+        }
+        if (!war) {
+          const SanAcc* rd = conflicts(S, c.r, A.cur, global) ? &c.r
+                             : conflicts(S, c.r2, A.cur, global) ? &c.r2 : nullptr;
+          if (rd) {
+            record_race(L, A, 1, *rd, false, off0 + (int64_t)i);
+            war = true;
+          }
+        }
+      }
+      c.w = A.cur;
+    }
+  }
+}
+
+SanCell* shadow(SanRegion& R) {
+  if (!R.cells && R.bytes) {
+    size_t mb = R.bytes * sizeof(SanCell);
+    void* m = mmap(nullptr, mb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    R.cells = (SanCell*)m;
+    R.map_bytes = mb;
+  }
+  return R.cells;
+}
+
+// The pointer argument whose copy holds `p`, or the nearest one (for an access in a redzone); sets `start`.
+int param_of(const Launch* L, const SanRegion& R, uintptr_t p, uintptr_t* start) {
+  const wb_launch_desc* d = L->d;
+  int best = -1;
+  uint64_t best_dist = ~(uint64_t)0;
+  for (int i = 0; i < d->nbuf; ++i) {
+    if (d->buf_ptr[i] < R.orig || d->buf_ptr[i] >= R.orig + R.bytes) continue;
+    uintptr_t lo = R.lo + (d->buf_ptr[i] - R.orig), hi = lo + d->buf_bytes[i];
+    uint64_t dist = p < lo ? lo - p : (p >= hi ? p - hi + 1 : 0);
+    if (dist < best_dist) {
+      best = i;
+      best_dist = dist;
+      *start = lo;
+    }
+  }
+  return best;
+}
+
+// A shared-memory access: within a window (checked) or in a redzone (out of bounds); false if neither.
+bool shared_access(Launch* L, San* S, Access& A, uintptr_t p) {
+  const uintptr_t st = S->st_lo, dy = S->dy_lo, rz = S->rz;
+  int64_t off;
+  if (st && (p - st < S->st_bytes || (p >= st - rz && p < st + S->st_bytes + rz))) {
+    A.space = 1;
+    A.window = S->st_bytes;
+    off = (int64_t)(p - st);
+  } else if (dy && (p - dy < S->dy_bytes || (p >= dy - rz && p < dy + S->dy_bytes + rz))) {
+    A.space = 2;
+    A.window = S->dy_bytes;
+    off = (int64_t)(p - dy);
+  } else {
+    return false;
+  }
+  if (A.flags & WB_SAN_MISALIGNED) {
+    record_oob(L, A, off, true);
+    return true;
+  }
+  if (off < 0 || (uint64_t)off + A.size > A.window) {
+    record_oob(L, A, off, false);
+    return true;
+  }
+  SanRegion& R = A.space == 1 ? S->st : S->dy;
+  SanCell* cells = shadow(R);
+  if (cells) check_cells(L, S, A, cells + off, off);
+  return true;
+}
+
+void global_access(Launch* L, San* S, Access& A, uintptr_t p) {
+  for (SanRegion& R : S->globals) {
+    if (p < R.lo - R.rz || p >= R.lo + R.bytes + R.rz) continue;
+    uintptr_t start = R.lo;
+    int bi = param_of(L, R, p, &start);
+    A.space = 0;
+    A.param = bi >= 0 ? L->d->buf_param[bi] : -1;
+    A.window = bi >= 0 ? L->d->buf_bytes[bi] : R.bytes;
+    int64_t off = (int64_t)(p - start);
+    if (A.flags & WB_SAN_MISALIGNED) {
+      record_oob(L, A, off, true);
+      return;
+    }
+    if (p < R.lo || p + A.size > R.lo + R.bytes || off < 0 || (uint64_t)off + A.size > A.window) {
+      record_oob(L, A, off, false);  // outside the buffer: its redzone, or the next buffer's
+      return;
+    }
+    SanCell* cells = shadow(R);
+    if (cells) check_cells(L, S, A, cells + (p - R.lo), off);
+    return;
+  }
+}
+
+// Copy the buffers back to the caller's memory, put the original pointers back and free everything.
+void san_free(San* S, const wb_launch_desc* d) {
+  for (SanRegion& R : S->globals)
+    if (R.copy_map) std::memcpy((void*)R.orig, (const void*)R.lo, R.bytes);
+  for (int i = 0; i < d->nbuf; ++i) *(uint64_t*)(uintptr_t)d->buf_slot[i] = d->buf_ptr[i];
+  for (SanRegion* R : {&S->st, &S->dy})
+    if (R->cells) munmap(R->cells, R->map_bytes);
+  for (SanRegion& R : S->globals) {
+    if (R.cells) munmap(R.cells, R.map_bytes);
+    if (R.copy_map) munmap(R.copy_map, R.copy_bytes);
+  }
+  delete S;
+}
+
+// Run the kernel on a copy of every buffer with a redzone on each side: an out-of-bounds access lands in the
+// redzone (mapped memory: nothing is corrupted) and is reported. Overlapping arguments share one copy.
+bool san_copy_buffers(San* S, const wb_launch_desc* d) {
+  for (SanRegion& R : S->globals) {
+    size_t page = 4096, bytes = (R.bytes + page - 1) & ~(page - 1);
+    R.rz = std::max<size_t>(d->redzone, bytes);
+    R.copy_bytes = 2 * R.rz + bytes;
+    void* m = mmap(nullptr, R.copy_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                   0);
+    if (m == MAP_FAILED) return false;
+    R.copy_map = (char*)m;  // the redzones stay untouched (zero pages) until an out-of-bounds access
+    R.lo = (uintptr_t)(R.copy_map + R.rz);
+    std::memcpy((void*)R.lo, (const void*)R.orig, R.bytes);
+  }
+  for (int i = 0; i < d->nbuf; ++i)
+    for (SanRegion& R : S->globals)
+      if (d->buf_ptr[i] >= R.orig && d->buf_ptr[i] < R.orig + R.bytes)
+        *(uint64_t*)(uintptr_t)d->buf_slot[i] = R.lo + (d->buf_ptr[i] - R.orig);
+  return true;
+}
+
+San* san_create(const wb_launch_desc* d) {
+  San* S = new San();
+  S->rz = d->redzone;
+  std::vector<std::pair<uintptr_t, uintptr_t>> iv;
+  for (int i = 0; i < d->nbuf; ++i)
+    if (d->buf_ptr[i] && d->buf_bytes[i]) iv.push_back({d->buf_ptr[i], d->buf_ptr[i] + d->buf_bytes[i]});
+  std::sort(iv.begin(), iv.end());
+  for (auto& v : iv) {  // aliasing parameters (an in-place kernel) share one shadow
+    if (!S->globals.empty() && v.first < S->globals.back().orig + S->globals.back().bytes) {
+      SanRegion& R = S->globals.back();
+      if (v.second > R.orig + R.bytes) R.bytes = v.second - R.orig;
+    } else {
+      SanRegion R{};
+      R.orig = v.first;
+      R.bytes = v.second - v.first;
+      S->globals.push_back(R);
+    }
+  }
+  return S;
+}
+
+void san_block_start(Launch* L, Worker* w, long b, int n) {
+  San* S = L->san;
+  S->cur_block = (uint32_t)(b + 1);
+  SanCell* cells = L->d->nguard ? shadow(S->st) : nullptr;
+  for (int g = 0; cells && g < L->d->nguard; ++g)
+    for (uint64_t i = 0; i < L->d->guard[2 * g + 1] && L->d->guard[2 * g] + i < S->st_bytes; ++i) {
+      SanAcc& a = cells[L->d->guard[2 * g] + i].w;
+      a = SanAcc{S->cur_block, w->bar_gen, 0, 0, 0, 1};  // written, atomically: never a hazard
+    }
+  int nwarps = (n + 31) / 32;
+  for (int i = 0; i < nwarps; ++i) {
+    SanWarp& sw = S->warps[i];
+    sw.all = w->warps[i].live;
+    sw.full = 0;
+    std::memset(sw.pair, 0, sizeof sw.pair);
+  }
+}
+
+// ---------------------------------------------------------------- scheduler
 void fiber_main(Fiber* f) {
   Worker* w = f->w;
   w->L->invoke(w->L->args);
-  oob_resolve_thread(f->t);
   f->state = DONE;
   w->live--;
   if (w->bar_arrived > 0 && w->bar_arrived == w->live) release_barrier(w);
@@ -277,13 +752,21 @@ void fiber_main(Fiber* f) {
   __builtin_trap();
 }
 
-void run_block(Worker* w, Launch* L, long b) {
+void poison_shared(Launch* L, Worker* w) {
+  const wb_launch_desc* d = L->d;
+  if (w->tls_base && d->checked)  // the static window only, not the redzones around it
+    std::memset(w->tls_base + d->static_lo, 0xFF, d->static_bytes);
+  else if (w->tls_base && d->tls_bytes)
+    std::memset(w->tls_base, 0xFF, d->tls_bytes);
+  if (L->smem) std::memset(w->smem, 0xFF, L->smem);
+}
+
+void init_block(Worker* w, Launch* L, long b, int n) {
   const wb_uint3 bd = L->block, gd = L->grid;
   wb_uint3 bid;
   bid.x = (unsigned)(b % gd.x);
   bid.y = (unsigned)((b / gd.x) % gd.y);
   bid.z = (unsigned)(b / ((long)gd.x * gd.y));
-  int n = (int)(bd.x * bd.y * bd.z);
   w->n = n;
   w->live = n;
   w->bar_arrived = 0;
@@ -316,63 +799,118 @@ void run_block(Worker* w, Launch* L, long b) {
     t->lane = (unsigned)(i & 31);
     t->warp = (unsigned)(i >> 5);
     t->dyn_smem = w->smem;
-    t->oob_pending = -1;
-    std::memset(t->scratch, 0xCD, sizeof t->scratch);
     t->runtime = f;
   }
+  poison_shared(L, w);
+  if (L->san) san_block_start(L, w, b, n);
+}
+
+void report_deadlock(Worker* w, Launch* L, int n) {
+  int nb = 0, nw = 0, first_b = -1, first_w = -1, first_done = -1;
+  for (int i = 0; i < n; ++i) {
+    int s = w->fibers[i].state;
+    if (s == WAIT_BAR) { nb++; if (first_b < 0) first_b = i; }
+    if (s == WAIT_WARP) { nw++; if (first_w < 0) first_w = i; }
+    if (s == DONE && first_done < 0) first_done = i;
+  }
+  const wb_uint3 bid = w->fibers[0].t->blockIdx;
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "deadlock in block (%u,%u,%u): %d thread(s) wait at __syncthreads() (first: linear thread %d), "
+           "%d wait at a warp collective (first: %d), %d exited (first: %d). A barrier inside a branch "
+           "that not all threads of the block (or all lanes named in the mask) take never completes.",
+           bid.x, bid.y, bid.z, nb, first_b, nw, first_w, n - w->live, first_done);
+  set_error(L, msg);
+  w->aborted = true;
+}
+
+void run_block(Worker* w, Launch* L, long b) {
+  int n = (int)(L->block.x * L->block.y * L->block.z);
+  init_block(w, L, b, n);
   while (w->live > 0) {
     bool progress = false;
     for (int i = 0; i < n; ++i) {
       Fiber* f = &w->fibers[i];
       if (f->state != READY) continue;
       progress = true;
+      w->cur = f;
       switch_to_fiber(w, f);
+      w->cur = nullptr;
       if (w->aborted) return;
+      if (L->abort.load(std::memory_order_relaxed)) {
+        w->aborted = true;
+        return;
+      }
     }
     if (!progress) {
-      int nb = 0, nw = 0, first_b = -1, first_w = -1, first_done = -1;
-      for (int i = 0; i < n; ++i) {
-        int s = w->fibers[i].state;
-        if (s == WAIT_BAR) { nb++; if (first_b < 0) first_b = i; }
-        if (s == WAIT_WARP) { nw++; if (first_w < 0) first_w = i; }
-        if (s == DONE && first_done < 0) first_done = i;
-      }
-      char msg[512];
-      snprintf(msg, sizeof msg,
-               "deadlock in block (%u,%u,%u): %d thread(s) wait at __syncthreads() (first: linear thread %d), "
-               "%d wait at a warp collective (first: %d), %d exited (first: %d). A barrier inside a branch "
-               "that not all threads of the block (or all lanes named in the mask) take never completes.",
-               bid.x, bid.y, bid.z, nb, first_b, nw, first_w, n - w->live, first_done);
-      set_error(L, msg);
-      w->aborted = true;
+      report_deadlock(w, L, n);
       return;
     }
   }
 }
 
-void work(Launch* L) {
-  Worker* w = get_worker();
+void register_thread(Launch* L, bool add) {
+  std::lock_guard<std::mutex> g(L->mu);
+  pthread_t me = pthread_self();
+  if (add) {
+    L->threads.push_back(me);
+  } else {
+    for (size_t i = 0; i < L->threads.size(); ++i)
+      if (pthread_equal(L->threads[i], me)) {
+        L->threads.erase(L->threads.begin() + (long)i);
+        break;
+      }
+  }
+}
+
+bool prepare_worker(Worker* w, Launch* L) {
+  const wb_launch_desc* d = L->d;
   int n = (int)(L->block.x * L->block.y * L->block.z);
   if (!ensure_stacks(w, n)) {
     set_error(L, "could not allocate fiber stacks (mmap failed)");
-    return;
+    return false;
   }
-  if (w->smem_cap < L->smem || !w->smem) {
-    free(w->smem);
-    size_t cap = L->smem < 256 ? 256 : L->smem;
-    w->smem = (char*)aligned_alloc(128, (cap + 127) & ~(size_t)127);
-    w->smem_cap = cap;
+  if (!ensure_smem(w, L->smem, d->checked ? d->redzone : 0)) {
+    set_error(L, "could not allocate shared memory (mmap failed)");
+    return false;
   }
-  w->L = L;
-  w->aborted = false;
-  for (;;) {
-    if (L->abort.load(std::memory_order_relaxed)) break;
-    long b = L->next.fetch_add(1);
-    if (b >= L->nblocks) break;
-    run_block(w, L, b);
-    if (w->aborted) break;
+  w->tls_base = nullptr;
+  if (d->tls_probe && d->dl_handle && d->tls_bytes) {
+    d->tls_probe();  // allocates this thread's TLS block of the module
+    void* base = nullptr;
+    if (dlinfo(d->dl_handle, RTLD_DI_TLS_DATA, &base) == 0) w->tls_base = (char*)base;
   }
-  w->L = nullptr;
+  if (L->san) {
+    San* S = L->san;
+    S->st_lo = w->tls_base ? (uintptr_t)w->tls_base + d->static_lo : 0;
+    S->st_bytes = w->tls_base ? d->static_bytes : 0;
+    S->st.lo = S->st_lo;
+    S->st.bytes = S->st_bytes;
+    S->dy_lo = (uintptr_t)w->smem;
+    S->dy_bytes = L->smem;
+    S->dy.lo = S->dy_lo;
+    S->dy.bytes = S->dy_bytes;
+  }
+  return true;
+}
+
+void work(Launch* L) {
+  Worker* w = get_worker();
+  register_thread(L, true);
+  if (prepare_worker(w, L)) {
+    w->L = L;
+    w->aborted = false;
+    for (;;) {
+      if (L->abort.load(std::memory_order_relaxed)) break;
+      long b = L->next.fetch_add(1);
+      if (b >= L->nblocks) break;
+      run_block(w, L, b);
+      if (w->aborted) break;
+      L->done.fetch_add(1, std::memory_order_relaxed);
+    }
+    w->L = nullptr;
+  }
+  register_thread(L, false);
 }
 
 // ---------------------------------------------------------------- worker pool
@@ -424,6 +962,169 @@ Pool& pool() {
 }
 std::mutex launch_mu;
 
+// ---------------------------------------------------------------- stopping launches: signals and watchdog
+volatile sig_atomic_t g_sigint = 0;
+struct sigaction g_old_int;
+int g_preempt_sig = 0;
+
+// Runs on a thread of the launch: abandon the running fiber if it is executing the kernel module's own code.
+uintptr_t pc_of(void* ucv);
+
+void preempt_handler(int, siginfo_t*, void* ucv) {
+  Worker* w = tl_worker;
+  if (!w || !w->L || !w->cur || !w->L->abort.load(std::memory_order_relaxed)) return;
+  uintptr_t pc = pc_of(ucv);
+  if (pc < w->L->d->text_lo || pc >= w->L->d->text_hi) return;  // libc/runtime code may hold locks: retry later
+  abandon(w->cur);
+}
+
+uintptr_t pc_of(void* ucv) {
+#if defined(__x86_64__)
+  return (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.pc;
+#else
+  (void)ucv;
+  return 0;
+#endif
+}
+
+struct sigaction g_old_segv, g_old_bus;
+
+// A segmentation fault or bus error in the kernel's own code, on a fiber: the launch fails with the address, the
+// block and the thread, and the process lives on. Anything else goes to the previous handler (Python's
+// faulthandler, or the default: a crash), by restoring it and letting the faulting instruction run again.
+void fault_handler(int sig, siginfo_t* si, void* ucv) {
+  Worker* w = tl_worker;
+  uintptr_t pc = pc_of(ucv);
+  Launch* L = w ? w->L : nullptr;
+  if (L && w->cur && pc >= L->d->text_lo && pc < L->d->text_hi) {
+    if (L->faulted.exchange(1) == 0) {
+      const wb_thread* t = w->cur->t;
+      L->fault_addr = (uintptr_t)si->si_addr;
+      L->fault_pc = pc;
+      L->fault_sig = sig;
+      uintptr_t stack_lo = (uintptr_t)t & ~(uintptr_t)(WB_STACK_SIZE - 1);
+      L->fault_stack = (uintptr_t)si->si_addr - stack_lo < (uintptr_t)sysconf(_SC_PAGESIZE) * 2;
+      L->fault_block[0] = t->blockIdx.x, L->fault_block[1] = t->blockIdx.y, L->fault_block[2] = t->blockIdx.z;
+      L->fault_thread[0] = t->threadIdx.x, L->fault_thread[1] = t->threadIdx.y, L->fault_thread[2] = t->threadIdx.z;
+    }
+    L->abort.store(1);
+    abandon(w->cur);
+  }
+  sigaction(sig, sig == SIGBUS ? &g_old_bus : &g_old_segv, nullptr);
+}
+
+void install_fault_handlers(bool on) {
+  if (!on) {
+    sigaction(SIGSEGV, &g_old_segv, nullptr);
+    sigaction(SIGBUS, &g_old_bus, nullptr);
+    return;
+  }
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fault_handler;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &g_old_segv);
+  sigaction(SIGBUS, &sa, &g_old_bus);
+}
+
+void sigint_handler(int sig, siginfo_t* si, void* uc) {
+  if (!(g_old_int.sa_flags & SA_SIGINFO) && g_old_int.sa_handler == SIG_IGN) return;  // the process ignores Ctrl-C
+  g_sigint = 1;
+  if (g_old_int.sa_flags & SA_SIGINFO) {
+    if (g_old_int.sa_sigaction) g_old_int.sa_sigaction(sig, si, uc);
+  } else if (g_old_int.sa_handler != SIG_DFL && g_old_int.sa_handler != SIG_IGN) {
+    g_old_int.sa_handler(sig);
+  }
+}
+
+void install_preempt_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_preempt_sig = SIGRTMAX - 5;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = preempt_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(g_preempt_sig, &sa, nullptr);
+  });
+}
+
+struct Watchdog {
+  std::mutex mu;
+  std::condition_variable cv;
+  Launch* cur = nullptr;
+  bool started = false;
+  pid_t owner = getpid();
+
+  void begin(Launch* L) {
+    std::lock_guard<std::mutex> g(mu);
+    if (owner != getpid()) {  // a forked child: the parent's watchdog thread does not exist here
+      owner = getpid();
+      started = false;
+    }
+    if (!started) {
+      started = true;
+      std::thread([this] { loop(); }).detach();
+    }
+    cur = L;
+    cv.notify_all();
+  }
+  void end() {
+    std::lock_guard<std::mutex> g(mu);
+    cur = nullptr;
+  }
+  void loop() {
+    std::unique_lock<std::mutex> g(mu);
+    for (;;) {
+      if (!cur) {
+        cv.wait(g);
+        continue;
+      }
+      cv.wait_for(g, std::chrono::milliseconds(10));
+      if (cur) check(cur);
+    }
+  }
+  static double estimate(Launch* L, double el) {
+    long done = L->done.load();
+    if (done > 0) return el * (double)L->nblocks / (double)done;
+    long per_worker = (L->nblocks + L->nworkers - 1) / L->nworkers;
+    return el * (double)per_worker;  // a lower bound: no block has finished yet
+  }
+  static void check(Launch* L) {
+    const wb_launch_desc* d = L->d;
+    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - L->start).count();
+    if (!L->abort.load()) {
+      int why = RC_OK;
+      if (g_sigint) {
+        why = RC_INTERRUPTED;
+      } else if (d->time_limit > 0 && el > d->time_limit) {
+        why = RC_TIMEOUT;
+      } else if (d->size_guard > 0 && el > 0.2 && el < std::min(5.0, d->size_guard / 2)) {  // decide early
+        double est = estimate(L, el);
+        if (est > d->size_guard) {
+          why = RC_TOO_LARGE;
+          L->estimate = est;
+        }
+      }
+      if (why == RC_OK) return;
+      std::lock_guard<std::mutex> g(L->mu);
+      L->stop = why;
+      L->abort.store(1);
+    }
+    std::lock_guard<std::mutex> g(L->mu);
+    for (pthread_t t : L->threads) pthread_kill(t, g_preempt_sig);
+  }
+};
+
+Watchdog& watchdog() {
+  static Watchdog* w = new Watchdog();  // never destroyed: its thread uses it
+  return *w;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- device-side entry points
@@ -432,6 +1133,7 @@ extern "C" {
 void wb_syncthreads(void) {
   Fiber* f = self_fiber();
   Worker* w = f->w;
+  check_abort(f);
   if (++w->bar_arrived == w->live) {
     release_barrier(w);
     return;
@@ -443,6 +1145,7 @@ void wb_syncthreads(void) {
 int wb_syncthreads_op(int pred, int op) {
   Fiber* f = self_fiber();
   Worker* w = f->w;
+  check_abort(f);
   unsigned slot = w->bar_gen & 1;
   w->bar_op = op;
   w->bar_acc[0] += pred != 0;
@@ -460,6 +1163,7 @@ int wb_syncthreads_op(int pred, int op) {
 const uint64_t* wb_warp_gather(unsigned mask, uint64_t v, unsigned* active) {
   Fiber* f = self_fiber();
   Worker* w = f->w;
+  check_abort(f);
   const unsigned lane = f->t->lane;
   const int wi = (int)f->t->warp;
   Warp& W = w->warps[wi];
@@ -487,86 +1191,167 @@ void wb_trap(const char* what, const char* file, int line) {
   if (file && line > 0) msg += std::string(" (at ") + file + ":" + std::to_string(line) + ")";
   msg += ", in " + where(f->t);
   set_error(w->L, msg);
-  w->aborted = true;
-  f->state = DONE;
-  switch_to_sched(f);
-  __builtin_trap();
+  abandon(f);
 }
 
-int wb_report_oob(int param, int kind, int64_t offset, uint64_t size, uint64_t buf_bytes, const char* file,
-                  int line) {
+void wb_san_access(const void* addr, uint64_t size, unsigned flags, const void* pc) {
   wb_thread* t = wb_self();
-  oob_resolve_thread(t);
-  Launch* L = ((Fiber*)t->runtime)->w->L;
-  std::lock_guard<std::mutex> g(L->mu);
-  L->oob_total++;
-  if ((int)L->oob.size() >= L->max_oob) return -1;
-  wb_oob_record r;
-  r.param = param;
-  r.kind = kind;
-  r.offset = offset;
-  r.size = size;
-  r.buf_bytes = buf_bytes;
-  r.block[0] = t->blockIdx.x;
-  r.block[1] = t->blockIdx.y;
-  r.block[2] = t->blockIdx.z;
-  r.thread[0] = t->threadIdx.x;
-  r.thread[1] = t->threadIdx.y;
-  r.thread[2] = t->threadIdx.z;
-  r.line = line;
-  r.file = file;
-  L->oob.push_back(r);
-  int idx = (int)L->oob.size() - 1;
-  if (kind == 2) t->oob_pending = idx;
-  return idx;
+  Fiber* f = (Fiber*)t->runtime;
+  Worker* w = f->w;
+  Launch* L = w->L;
+  check_abort(f);
+  San* S = L->san;
+  if (!S || size == 0) return;
+  Access A;
+  A.t = t;
+  A.flags = flags;
+  A.size = size;
+  A.param = -1;
+  A.cur.block = S->cur_block;
+  A.cur.epoch = w->bar_gen;
+  A.cur.wgen = w->warps[t->warp].gen;
+  A.cur.pc = (uint32_t)((uintptr_t)pc - L->d->module_base);
+  A.cur.thread = (uint16_t)f->index;
+  A.cur.atomic = (flags & WB_SAN_ATOMIC) ? 1 : 0;
+  uintptr_t p = (uintptr_t)addr;
+  if (!shared_access(L, S, A, p)) global_access(L, S, A, p);
 }
-
-void wb_oob_resolve(void) { oob_resolve_thread(wb_self()); }
 
 // ---------------------------------------------------------------- host-side API (ctypes)
 WB_EXPORT int wb_runtime_abi(void) { return WB_ABI_VERSION; }
 
-// Run a whole grid; returns 0 on success, 1 on a device error (message in errbuf), 2 if out-of-bounds
-// accesses were recorded (fetch them with wb_oob_records).
-WB_EXPORT int wb_launch(void (*invoke)(void**), void** args, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                        unsigned by, unsigned bz, size_t smem, int nthreads, char* errbuf, size_t errlen,
-                        wb_oob_record* oob_out, int oob_cap, long* oob_total) {
-  std::lock_guard<std::mutex> lg(launch_mu);
-  Launch L;
-  L.invoke = invoke;
-  L.args = args;
-  L.grid = {gx, gy, gz};
-  L.block = {bx, by, bz};
-  L.smem = smem;
-  L.nblocks = (long)gx * gy * gz;
-  L.max_oob = oob_cap;
+// The load address of a dlopen'ed module (the pcs of sanitizer records are relative to it).
+WB_EXPORT uint64_t wb_module_base(void* handle) {
+  struct link_map* lm = nullptr;
+  if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) return 0;
+  return (uint64_t)lm->l_addr;
+}
+
+static void install_sigint(bool on) {
+  if (on) {
+    g_sigint = 0;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = sigint_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &g_old_int);
+  } else {
+    sigaction(SIGINT, &g_old_int, nullptr);
+  }
+}
+
+static void run_grid(Launch* L, int nthreads) {
   Pool& P = pool();
   int helpers = nthreads - 1;
-  if (helpers > L.nblocks - 1) helpers = (int)(L.nblocks - 1);
+  if (helpers > L->nblocks - 1) helpers = (int)(L->nblocks - 1);
   if (helpers < 0) helpers = 0;
+  L->nworkers = helpers + 1;
   if (helpers > 0) {
     std::lock_guard<std::mutex> g(P.mu);
     P.resize(helpers);
-    P.job = &L;
+    P.job = L;
     P.want = helpers;
     P.active = helpers;
     P.gen++;
     P.cv.notify_all();
   }
-  work(&L);
+  work(L);
   if (helpers > 0) {
     std::unique_lock<std::mutex> g(P.mu);
     P.done_cv.wait(g, [&] { return P.active == 0; });
     P.job = nullptr;
   }
-  if (oob_total) *oob_total = L.oob_total;
-  int n = (int)L.oob.size() < oob_cap ? (int)L.oob.size() : oob_cap;
-  for (int i = 0; i < n; ++i) oob_out[i] = L.oob[i];
-  if (!L.error.empty()) {
-    snprintf(errbuf, errlen, "%s", L.error.c_str());
-    return 1;
+}
+
+// A fault in a checked launch is a memcheck record (an access far from every buffer); otherwise a launch error.
+static int fault_result(Launch* L, wb_launch_desc* d) {
+  uint64_t pc = L->fault_pc - d->module_base;
+  if (d->checked && !L->fault_stack && d->nrecords < 3 * d->record_cap) {
+    wb_san_record& r = d->records[d->nrecords++];
+    std::memset(&r, 0, sizeof r);
+    r.tool = 0;
+    r.kind = L->fault_stack ? 5 : 4;  // a stack overflow, or a wild access
+    r.param = -1;
+    r.offset = (int64_t)L->fault_addr;
+    std::memcpy(r.block, L->fault_block, sizeof r.block);
+    std::memcpy(r.thread, L->fault_thread, sizeof r.thread);
+    r.pc = pc;
+    r.count = 1;
+    d->totals[0]++;
+    return RC_SANITIZER;
   }
-  return L.oob_total > 0 ? 2 : 0;
+  if (L->fault_stack) {
+    snprintf(d->errbuf, d->errlen,
+             "stack overflow in block (%u,%u,%u) thread (%u,%u,%u): a CUDA thread used more than the CPU engine's "
+             "%u KiB of stack (deep or endless recursion, or a huge local array)",
+             L->fault_block[0], L->fault_block[1], L->fault_block[2], L->fault_thread[0], L->fault_thread[1],
+             L->fault_thread[2], WB_STACK_SIZE / 1024);
+    return RC_ERROR;
+  }
+  snprintf(d->errbuf, d->errlen,
+           "%s at address %#lx (an invalid memory access) in block (%u,%u,%u) thread (%u,%u,%u), code offset %#lx; "
+           "run the launch with checked=True to see the access and its source line",
+           L->fault_sig == SIGBUS ? "bus error" : "segmentation fault", (unsigned long)L->fault_addr,
+           L->fault_block[0], L->fault_block[1], L->fault_block[2], L->fault_thread[0], L->fault_thread[1],
+           L->fault_thread[2], (unsigned long)pc);
+  return RC_ERROR;
+}
+
+static int finish(Launch* L, wb_launch_desc* d) {
+  int n = 0;
+  for (int tool = 0; tool < 3; ++tool) {
+    d->totals[tool] = L->totals[tool];
+    for (const wb_san_record& r : L->recs[tool])
+      if (n < 3 * d->record_cap) d->records[n++] = r;
+  }
+  d->nrecords = n;
+  d->elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - L->start).count();
+  d->estimate = L->estimate;
+  d->blocks_done = L->done.load();
+  if (L->faulted.load()) return fault_result(L, d);
+  if (L->stop != RC_OK) return L->stop;
+  if (!L->error.empty()) {
+    snprintf(d->errbuf, d->errlen, "%s", L->error.c_str());
+    return RC_ERROR;
+  }
+  return (L->totals[0] || L->totals[1] || L->totals[2]) ? RC_SANITIZER : RC_OK;
+}
+
+// Run a whole grid described by `d` (see wb_launch_desc); returns an RC_* code, with the details in `d`.
+WB_EXPORT int wb_launch2(wb_launch_desc* d) {
+  std::lock_guard<std::mutex> lg(launch_mu);
+  install_preempt_handler();
+  Launch L;
+  L.d = d;
+  L.invoke = d->invoke;
+  L.args = d->args;
+  L.grid = {d->grid[0], d->grid[1], d->grid[2]};
+  L.block = {d->block[0], d->block[1], d->block[2]};
+  L.smem = d->smem;
+  L.nblocks = (long)d->grid[0] * d->grid[1] * d->grid[2];
+  L.cap = d->record_cap;
+  L.start = std::chrono::steady_clock::now();
+  if (d->checked) {
+    L.san = san_create(d);
+    if (!san_copy_buffers(L.san, d)) {
+      san_free(L.san, d);
+      snprintf(d->errbuf, d->errlen, "could not map the checked copies of the buffers (mmap failed)");
+      return RC_ERROR;
+    }
+  }
+  if (d->san_enabled) *d->san_enabled = d->checked ? 1 : 0;
+  install_sigint(true);
+  install_fault_handlers(true);
+  watchdog().begin(&L);
+  run_grid(&L, d->checked ? 1 : d->nthreads);
+  watchdog().end();
+  install_fault_handlers(false);
+  install_sigint(false);
+  if (d->san_enabled) *d->san_enabled = 0;
+  int rc = finish(&L, d);
+  if (L.san) san_free(L.san, d);
+  return rc;
 }
 
 }  // extern "C"
