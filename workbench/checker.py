@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from workbench.progress import track as progress_track
 from workbench.registry import (
     Op,
     OpError,
@@ -319,12 +320,13 @@ def _signature_error(fn: Callable, op: Op) -> str | None:
 def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           shapes: Sequence[dict] | None = None, dtypes: Iterable[torch.dtype | str] | None = None,
           seeds: Sequence[int] = (0, 1), cases: Sequence[str] | None = None, quick: bool = False,
-          raise_on_fail: bool = False) -> CheckReport:
+          raise_on_fail: bool = False, progress: bool | None = None) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
     input case of the op (softmax adds -inf/overflow rows). ``quick`` checks only the first dtype and one seed
-    (all shapes and cases). Returns a :class:`CheckReport` (truthy when everything passed).
+    (all shapes and cases). Returns a :class:`CheckReport` (truthy when everything passed). ``progress``
+    shows a bar of the cases (None: :func:`workbench.progress.enabled` decides; ``WORKBENCH_PROGRESS=0`` hides it).
     """
     if isinstance(fn, Variant):
         op = op or fn.op
@@ -351,19 +353,36 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         all_dtypes, seeds = all_dtypes[:1], list(seeds)[:1]
     report = CheckReport(op=spec.name, name=name, cases=[])
     baseline = _torch_baseline(spec.name)
+    plan = _plan_cases(fn, all_dtypes, shapes, cases, seeds, report.skipped)
+    for shape, dt, seed, case in progress_track(plan, f"check {spec.name}/{name}", describe=_case_label,
+                                                progress=progress):
+        report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline))
+    if raise_on_fail:
+        report.raise_if_failed()
+    return report
+
+
+def _plan_cases(fn: Callable, all_dtypes: Sequence[torch.dtype], shapes: Sequence[dict], cases: Sequence[str],
+                seeds: Sequence[int], skipped: list[str]) -> list[tuple[dict, torch.dtype, int, str]]:
+    """Return the (shape, dtype, seed, case) runs of a check in order; note in ``skipped`` why shapes are left out."""
+    plan = []
     for dt in all_dtypes:
         for shape in shapes:
             if isinstance(fn, Variant):
                 why = fn.why_not_here(dt, shape)
                 if why:
-                    report.skipped.append(why)
+                    skipped.append(why)
                     continue
             for case in cases:
                 for seed in (seeds if case == "random" else list(seeds)[:1]):
-                    report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline))
-    if raise_on_fail:
-        report.raise_if_failed()
-    return report
+                    plan.append((shape, dt, seed, case))
+    return plan
+
+
+def _case_label(run: tuple[dict, torch.dtype, int, str]) -> str:
+    """Name one planned run for the progress bar: dtype, shape, input case and seed."""
+    shape, dt, seed, case = run
+    return f"{dtype_name(dt)} {' '.join(f'{k}={v}' for k, v in shape.items())} {case} seed {seed}"
 
 
 def _torch_baseline(op: str) -> Variant | None:
