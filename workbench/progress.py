@@ -73,12 +73,11 @@ class Bar:
         self._lock = threading.Lock()
         self._shown = False
         self._timer: threading.Timer | None = None
-        self.disable = not enabled(progress)
+        tqdm = _tqdm()
+        self.disable = tqdm is None or not enabled(progress)
         if self.disable:
             self._t = None
             return
-        from tqdm.auto import tqdm
-
         self._t = tqdm(total=total, desc=desc, unit=unit, leave=leave, delay=DELAY_S, dynamic_ncols=True,
                        file=sys.stderr)
         self._timer = threading.Timer(DELAY_S, self._show)
@@ -162,7 +161,18 @@ def counted(fn: Callable[..., T], b: Bar, describe: Callable[[int], str] | None 
 
 def write(line: str) -> None:
     """Print ``line`` to stdout now, above any bar in the terminal (``tqdm.write``), so bars are not torn."""
-    from tqdm.auto import tqdm
-
+    tqdm = _tqdm()
+    if tqdm is None:
+        print(line, flush=True)
+        return
     tqdm.write(line, file=sys.stdout)
     sys.stdout.flush()
+
+
+def _tqdm() -> Any:
+    """Return ``tqdm.auto.tqdm``, or None where tqdm is missing (a bare GPU box): work then runs without bars."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm
