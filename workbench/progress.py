@@ -8,12 +8,14 @@ total, the case running now, the elapsed time and an ETA. Bars show only where s
 - else they are off under pytest (unit tests and nbval, whose kernels inherit ``PYTEST_CURRENT_TEST``), and on
   in a notebook kernel or when stderr is a terminal (off in logs and pipes).
 
-A bar appears only once its work has lasted ``DELAY_S`` (quick checks stay silent) and, in the library,
-vanishes when the work is done (``leave=False``): the result printed next is what stays.
+A bar appears only once its work has lasted ``DELAY_S`` (quick checks stay silent). In a terminal a library
+bar vanishes when its work is done (``leave=False``): the result printed next is what stays; in a notebook the
+finished bar stays, with the time the work took.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 import threading
@@ -78,9 +80,13 @@ class Bar:
         if self.disable:
             self._t = None
             return
-        self._t = tqdm(total=total, desc=desc, unit=unit, leave=leave, delay=DELAY_S, dynamic_ncols=True,
-                       file=sys.stderr)
-        self._timer = threading.Timer(DELAY_S, self._show)
+        # In a notebook a finished bar stays (green, with its time): closing a widget while JupyterLab may still be
+        # drawing it raises errors in the page.
+        self._t = tqdm(total=total, desc=desc, unit=unit, leave=leave or _in_notebook(), delay=DELAY_S,
+                       dynamic_ncols=True, file=sys.stderr)
+        # The timer's thread shows the bar in this context: in a notebook, the running cell (ipykernel keeps the
+        # cell an output belongs to in context variables; without them the widget would go nowhere).
+        self._timer = threading.Timer(DELAY_S, contextvars.copy_context().run, args=(self._show,))
         self._timer.daemon = True
         self._timer.start()
 
@@ -104,7 +110,7 @@ class Bar:
                 self._shown = self._shown or self._t.format_dict["elapsed"] >= DELAY_S
 
     def close(self) -> None:
-        """End the bar: a library bar vanishes (``leave=False``); one left short of its total stays, marked."""
+        """End the bar: in a terminal a library bar vanishes (``leave=False``); one left short of its total stays."""
         if self._timer is not None:
             self._timer.cancel()
         with self._lock:
