@@ -42,13 +42,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _browser_gate() -> None:
-    """Skip every browser test, before any server or browser starts, when :func:`skip_reason` says so.
-
-    One session fixture skips them all from one place, so pytest's summary has the reason on one line.
-    """
+    """Skip every browser test, before any server or browser starts, when :func:`skip_reason` says so."""
     why = skip_reason()
     if why:
         pytest.skip(why)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ARG001
+    """Report every skip of :func:`_browser_gate` at the gate itself, so pytest's summary gives it one line."""
+    report = yield
+    if report.skipped and isinstance(report.longrepr, tuple) and report.longrepr[2].endswith(skip_reason() or "\0"):
+        report.longrepr = (__file__, skip_reason.__code__.co_firstlineno, report.longrepr[2])
+    return report
 
 
 @pytest.fixture(scope="session")
