@@ -14,8 +14,14 @@ PYTEST_NB := $(BIN)/pytest -p no:cacheprovider $(NBVAL) notebooks/
 # Test workers for `make test` (pytest-xdist). --dist loadfile keeps a notebook's cells (which share one kernel)
 # and a test file's cached checks on one worker.
 JOBS ?= 2
+# Progress bars stay out of test and nbval output (the browser test turns them on: it checks what a learner sees).
+QUIET := WORKBENCH_PROGRESS=0
+# The browser test drives Debian's chromium. As root, the first `make test` installs it; as a normal user without
+# it, the browser tests are skipped with one line saying how to enable them.
+CHROMIUM := $(or $(WORKBENCH_CHROMIUM),/usr/bin/chromium)
+IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo 1)
 
-.PHONY: install lab test unit notebooks browser lint gpu-check clean
+.PHONY: install lab test unit notebooks browser browser-deps lint gpu-check clean
 
 install: $(STAMP)
 
@@ -30,21 +36,27 @@ lab: install
 	cd notebooks && ../$(BIN)/jupyter lab $(ROOT_FLAG) $(LAB_ARGS)
 
 # Unit tests and notebooks in one pytest run, spread over $(JOBS) workers; then the browser test.
-test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile $(NBVAL) tests notebooks --ignore=tests/browser
+test: install lint browser-deps
+	$(QUIET) $(BIN)/pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile $(NBVAL) tests notebooks --ignore=tests/browser
 	$(BIN)/pytest -q tests/browser
-	@echo "make test: all passed"
+	@if [ -x "$(CHROMIUM)" ]; then echo "make test: all passed"; \
+	else echo "make test: all passed, browser tests skipped (no $(CHROMIUM): sudo bash scripts/install-chromium.sh)"; fi
+
+# As root, install Debian's chromium when it is missing (once); as a normal user, leave it to the browser tests'
+# skip line.
+browser-deps:
+	@if [ ! -x "$(CHROMIUM)" ] && [ -n "$(IS_ROOT)" ]; then bash scripts/install-chromium.sh; fi
 
 lint: install
 	$(BIN)/ruff check workbench kernels tests benchmarks
 
 unit: install
-	$(BIN)/pytest -q tests --ignore=tests/browser
+	$(QUIET) $(BIN)/pytest -q tests --ignore=tests/browser
 
 notebooks: install
-	$(PYTEST_NB) -q
+	$(QUIET) $(PYTEST_NB) -q
 
-browser: install
+browser: install browser-deps
 	$(BIN)/pytest -q tests/browser
 
 # The one script for a GPU machine: GPU tests, every notebook on the GPU, quick benchmarks (< 8 minutes on one H200).

@@ -81,45 +81,57 @@ def doctor() -> str:
     return "\n".join(lines)
 
 
-def run_bench(op: str | None, quick: bool, out: Path | None, command: str, include_emulated: bool = False
-              ) -> tuple[list[dict], list[str]]:
+def run_bench(op: str | None, quick: bool, out: Path | None, command: str, include_emulated: bool = False,
+              progress: bool | None = None) -> tuple[list[dict], list[str]]:
     """Check every variant that runs here, then time those that run natively; return (records, notes).
 
     In cpu mode only torch runs natively; emulated variants are checked but timed only with ``include_emulated``
-    (their times measure the emulator, and are labelled so).
+    (their times measure the emulator, and are labelled so). Each record line and note prints as it happens,
+    under a bar of the (op, variant, dtype) steps done, the one running and an ETA (``progress``; see
+    :mod:`workbench.progress`).
     """
+    from workbench import progress as pg
     from workbench.checker import check
     from workbench.timer import bench
 
     records: list[dict] = []
     notes: list[str] = []
-    for name in [op] if op else workbench.ops():
+
+    def note(line: str) -> None:
+        notes.append(line)
+        pg.write(line)
+
+    ops = [op] if op else workbench.ops()
+    bar = pg.bar(sum(len(v.dtypes) for name in ops for v in workbench.variants(name)), "bench", unit="step",
+                 progress=progress, leave=True)
+    for name in ops:
         spec = workbench.get_op(name)
         shapes = spec.bench_shapes.get("cpu" if MODE != "gpu" else ("quick" if quick else "gpu"), [])
         for v in workbench.variants(name):
-            for dt in v.dtypes:
+            for dt in pg.steps(bar, v.dtypes, lambda d, at=f"{name}/{v.name}": f"{at} {d}".replace("torch.", "")):
                 if not v.runs_here(dt):
-                    notes.append(f"skip {name}/{v.name} {workbench.registry.dtype_name(dt)}: {v.why_not_here(dt)}")
+                    note(f"skip {name}/{v.name} {workbench.registry.dtype_name(dt)}: {v.why_not_here(dt)}")
                     continue
-                rep = check(v, dtypes=[dt], quick=True)
+                rep = check(v, dtypes=[dt], quick=True, progress=progress)
                 if not rep.ok:
-                    notes.append(f"FAIL {name}/{v.name}: not timed\n{rep.summary()}")
+                    note(f"FAIL {name}/{v.name}: not timed\n{rep.summary()}")
                     continue
                 if not v.native and not include_emulated:
-                    notes.append(f"checked {name}/{v.name} {rep.cases[0].dtype}: pass; not timed (emulated here)")
+                    note(f"checked {name}/{v.name} {rep.cases[0].dtype}: pass; not timed (emulated here)")
                     continue
                 for shape in shapes:
                     if not v.runs_here(dt, shape):
                         continue
                     try:
-                        rec = bench(v, dtype=dt, check=False, command=command, **shape)
+                        rec = bench(v, dtype=dt, check=False, command=command, progress=progress, **shape)
                     except Exception as e:  # noqa: BLE001  (one kernel's failure must not end the sweep)
-                        notes.append(f"error {name}/{v.name} {shape}: {type(e).__name__}: {e}")
+                        note(f"error {name}/{v.name} {shape}: {type(e).__name__}: {e}")
                         continue
                     records.append(rec)
                     t = f"{rec['tflops']:.1f} TFLOP/s" if rec["tflops"] is not None else "emulated"
-                    print(f"{name:<10} {v.name:<28} {rec['dtype']:<9} {json.dumps(shape):<60} "
-                          f"{rec['time_ms']:10.4f} ms  {t}", flush=True)
+                    pg.write(f"{name:<10} {v.name:<28} {rec['dtype']:<9} {json.dumps(shape):<60} "
+                             f"{rec['time_ms']:10.4f} ms  {t}")
+    bar.close()
     return records, notes
 
 
@@ -207,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             p.error(str(e.args[0]))
     command = "python -m workbench " + " ".join(argv if argv is not None else sys.argv[1:])
     records, notes = run_bench(args.op, args.quick, args.out, command, args.include_emulated)
-    for n in notes:
-        print(n)
+    failed = sum(n.startswith("FAIL") for n in notes)
+    print(f"bench: {len(records)} record(s), {len(notes)} note(s) above, {failed} variant(s) failed the check")
     if args.out:
         from workbench.results import save_results
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from workbench.progress import track as progress_track
 from workbench.registry import (
     Op,
     OpError,
@@ -391,14 +392,15 @@ def _signature_error(fn: Callable, op: Op) -> str | None:
 def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           shapes: Sequence[dict] | None = None, dtypes: Iterable[torch.dtype | str] | None = None,
           seeds: Sequence[int] = (0, 1), cases: Sequence[str] | None = None, quick: bool = False,
-          raise_on_fail: bool = False) -> CheckReport:
+          raise_on_fail: bool = False, progress: bool | None = None) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
     input case of the op (softmax adds -inf/overflow rows and NaN inputs), each on the shapes the op's
     ``case_shapes`` picks for it (all, unless a case is costly); cases passed explicitly run on every shape.
     ``quick`` checks only the first dtype and one seed (all shapes and cases). Returns a :class:`CheckReport`
-    (truthy when everything passed).
+    (truthy when everything passed). ``progress`` shows a bar of the cases (None: :func:`workbench.progress.enabled`
+    decides; ``WORKBENCH_PROGRESS=0`` hides it).
     """
     if isinstance(fn, Variant):
         op = op or fn.op
@@ -426,17 +428,57 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         all_dtypes, seeds = all_dtypes[:1], list(seeds)[:1]
     report = CheckReport(op=spec.name, name=name, cases=[])
     baseline = _torch_baseline(spec.name)
-    for dt in all_dtypes:
-        for shape in shapes:
-            why = fn.why_not_here(dt, shape) if isinstance(fn, Variant) else None
-            if why is None:
-                here = [c for c in cases if c not in pick or pick[c](shape)]
-                why = _run_shape(report, fn, spec, shape, dt, seeds, here, baseline)
-            if why and why not in report.skipped:  # one line per reason, not one per shape
-                report.skipped.append(why)
+    plan = _plan_cases(fn, all_dtypes, shapes, cases, pick, seeds, report.skipped)
+    refused: set[tuple] = set()  # (dtype, shape) a variant found it cannot run while running (UnsupportedHere)
+    for shape, dt, seed, case in progress_track(plan, f"check {spec.name}/{name}", describe=_case_label,
+                                                progress=progress):
+        where = (dt, tuple(shape.items()))
+        if where in refused:
+            continue
+        try:
+            report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline))
+        except UnsupportedHere as e:  # found while running (a bf16 tl.dot in the interpreter, ...)
+            if not isinstance(fn, Variant):
+                raise
+            refused.add(where)
+            _note_skip(report.skipped, str(e))
     if raise_on_fail:
         report.raise_if_failed()
     return report
+
+
+def _plan_cases(fn: Callable, all_dtypes: Sequence[torch.dtype], shapes: Sequence[dict], cases: Sequence[str],
+                pick: dict[str, Callable[[dict], bool]], seeds: Sequence[int],
+                skipped: list[str]) -> list[tuple[dict, torch.dtype, int, str]]:
+    """Return the (shape, dtype, seed, case) runs of a check in order; note in ``skipped`` why shapes are left out.
+
+    A case the op's ``case_shapes`` (``pick``) restricts runs only on the shapes it picks.
+    """
+    plan = []
+    for dt in all_dtypes:
+        for shape in shapes:
+            why = fn.why_not_here(dt, shape) if isinstance(fn, Variant) else None
+            if why:
+                _note_skip(skipped, why)
+                continue
+            for case in cases:
+                if case in pick and not pick[case](shape):
+                    continue
+                for seed in (seeds if case == "random" else list(seeds)[:1]):
+                    plan.append((shape, dt, seed, case))
+    return plan
+
+
+def _note_skip(skipped: list[str], why: str) -> None:
+    """Record why runs were left out, one line per reason (not one per shape)."""
+    if why not in skipped:
+        skipped.append(why)
+
+
+def _case_label(run: tuple[dict, torch.dtype, int, str]) -> str:
+    """Name one planned run for the progress bar: dtype, shape, input case and seed."""
+    shape, dt, seed, case = run
+    return f"{dtype_name(dt)} {' '.join(f'{k}={v}' for k, v in shape.items())} {case} seed {seed}"
 
 
 def _torch_baseline(op: str) -> Variant | None:
@@ -445,19 +487,6 @@ def _torch_baseline(op: str) -> Variant | None:
             return v
     return None
 
-
-def _run_shape(report: CheckReport, fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seeds: Sequence[int],
-               cases: Sequence[str], baseline: Variant | None) -> str | None:
-    """Run every case and seed of one shape into ``report``; return why a variant cannot run it, or None."""
-    for case in cases:
-        for seed in (seeds if case == "random" else list(seeds)[:1]):
-            try:
-                report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline))
-            except UnsupportedHere as e:  # found while running (a bf16 tl.dot in the interpreter, ...)
-                if not isinstance(fn, Variant):
-                    raise
-                return str(e)
-    return None
 
 
 def _find_in_chain(e: BaseException, types: type | tuple[type, ...]) -> BaseException | None:

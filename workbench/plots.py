@@ -10,6 +10,8 @@ the session (:func:`variant_color`).
 from __future__ import annotations
 
 import math
+import re
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -37,10 +39,6 @@ _ROOF = "#222222"
 _CONTEXT = "#9a9a9a"
 _MEASURED_CEIL = "#c0392b"
 _HEIGHT = 470
-
-
-class _SkipPeak(Exception):
-    pass
 
 
 def variant_color(name: str) -> str:
@@ -77,7 +75,7 @@ def _check_metric(metric: str) -> str:
 def _none_recorded(op: str | None) -> str:
     name = op or "this op"
     flag = f" --op {op}" if op else ""
-    return f"No real-GPU results recorded yet for {name}: run `python -m workbench bench{flag}` on a GPU machine"
+    return f"No real-GPU results recorded yet for {name}.<br>On a GPU machine, run<br>`python -m workbench bench{flag}`"
 
 
 def _provenance(records: Sequence[Mapping[str, Any]]) -> str:
@@ -149,15 +147,40 @@ def _hover(rec: Mapping[str, Any]) -> str:
     )
 
 
+# Readable at JupyterLab's default width (a 1280 px window with the file browser open gives a figure ~850 px
+# wide) and narrower: long texts are wrapped to these many characters.
+_TITLE_CHARS, _SUB_CHARS, _NOTE_CHARS = 70, 100, 100
+_LABEL_FONT = 11
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Split plain ``text`` (its own ``<br>`` kept) into lines of at most ``width`` characters, at spaces."""
+    lines = []
+    for part in text.split("<br>"):
+        lines += textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) or [""]
+    return lines
+
+
+def _text_box(text: str, size: int) -> tuple[float, float]:
+    """Return a generous (width, height) in px of ``text`` (``<br>`` lines, tags ignored) at font ``size``."""
+    lines = [re.sub(r"<[^>]+>", "", line) for line in text.split("<br>")]
+    return max(len(line) for line in lines) * size * 0.6, len(lines) * size * 1.35
+
+
 def _finish(
     fig: go.Figure,
-    title: str,
+    head: str,
+    sub: str,
     notes: Sequence[str],
     empty_msg: str | None,
     *,
     empty_at_bottom: bool = False,
 ) -> go.Figure:
-    """Apply the common layout: title, notes under the plot, and the 'none recorded' message."""
+    """Apply the common layout: title and subtitle, notes under the plot, and the 'none recorded' message.
+
+    Titles, notes and the message are wrapped so that none runs past the figure's edges at JupyterLab's
+    default width; the margins and height grow with their line counts.
+    """
     annotations = list(fig.layout.annotations or [])
     if empty_msg:
         annotations.append(
@@ -168,24 +191,29 @@ def _finish(
                 xanchor="right" if empty_at_bottom else "center",
                 yanchor="bottom" if empty_at_bottom else "middle",
                 showarrow=False, align="left" if empty_at_bottom else "center",
-                font=dict(size=12 if empty_at_bottom else 14, color="#7a4b00"),
+                font=dict(size=12, color="#7a4b00"),
                 bgcolor="rgba(255, 243, 205, 0.92)", bordercolor="#e0b44c", borderwidth=1, borderpad=6,
                 name="none-recorded",
             )
         )
-    if notes:
+    note_lines = [line for n in notes for line in _wrap(n, _NOTE_CHARS)]
+    if note_lines:  # below the x axis title, whatever the plot's height
         annotations.append(
             dict(
-                text="<br>".join(notes), xref="paper", yref="paper", x=0, y=-0.16,
+                text="<br>".join(note_lines), xref="paper", yref="paper", x=0, y=0, yshift=-50,
                 xanchor="left", yanchor="top", showarrow=False, align="left",
                 font=dict(size=11, color="#555555"), name="notes",
             )
         )
+    heads, subs = _wrap(head, _TITLE_CHARS), _wrap(sub, _SUB_CHARS) if sub else []
+    title = "<br>".join(heads + [f"<sup>{line}</sup>" for line in subs])
+    top = 30 + 20 * len(heads) + 14 * len(subs)
     fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=15)),
+        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top",
+                   pad=dict(t=16), font=dict(size=15)),
         template="plotly_white",
-        height=_HEIGHT + 18 * len(notes),
-        margin=dict(l=70, r=20, t=60, b=70 + 18 * len(notes)),
+        height=_HEIGHT + top - 60 + 15 * len(note_lines),
+        margin=dict(l=70, r=20, t=top, b=70 + 15 * len(note_lines)),
         legend=dict(groupclick="toggleitem", font=dict(size=11)),
         hoverlabel=dict(font_size=11),
         annotations=annotations,
@@ -256,7 +284,7 @@ def _throughput(
     what = op or (usable[0]["op"] if usable else "")
     head = title or f"{what} throughput ({unit}) vs size".strip()
     prov = _provenance(usable) if usable else "no real-GPU measurements"
-    _finish(fig, f"{head}<br><sup>{prov}</sup>", notes, None if usable else _none_recorded(op))
+    _finish(fig, head, prov, notes, None if usable else _none_recorded(op))
     if not usable:
         fig.update_xaxes(showticklabels=False)
         fig.update_yaxes(showticklabels=False)
@@ -286,6 +314,56 @@ def throughput_vs_size(
     return _throughput(real, notes, metric, x_of=lambda r: _size(r, key), xlabel=label, title=title, op=op)
 
 
+def _choose_bars(real: Sequence[Mapping[str, Any]], shape: Mapping[str, int] | None,
+                 notes: list[str]) -> tuple[dict[str, Mapping[str, Any]], str]:
+    """Return one record per variant (its fastest at ``shape``, else at the largest shape all share, else at its
+    own largest) and how the shape was chosen."""
+    by_variant: dict[str, list[Mapping[str, Any]]] = {}
+    for r in real:
+        by_variant.setdefault(r["variant"], []).append(r)
+    chosen: dict[str, Mapping[str, Any]] = {}
+    if shape is not None:
+        for v, recs in by_variant.items():
+            hit = [r for r in recs if dict(r["shape"]) == dict(shape)]
+            if hit:
+                chosen[v] = min(hit, key=lambda r: r["time_ms"])
+        return chosen, _shape_str(shape)
+    if not by_variant:
+        return chosen, ""
+    shapes = [{tuple(r["shape"].items()) for r in recs} for recs in by_variant.values()]
+    common = set.intersection(*shapes)
+    if common:
+        best = max(common, key=lambda s: math.prod(v for _, v in s))
+        for v, recs in by_variant.items():
+            chosen[v] = min((r for r in recs if tuple(r["shape"].items()) == best), key=lambda r: r["time_ms"])
+        return chosen, _shape_str(dict(best))
+    for v, recs in by_variant.items():
+        chosen[v] = max(recs, key=lambda r: (math.prod(r["shape"].values()), -r["time_ms"]))
+    notes.append("No shape is shared by all variants: each bar is that variant's largest shape.")
+    return chosen, "each variant at its largest shape"
+
+
+def _peak_line(fig: go.Figure, chosen: Sequence[Mapping[str, Any]], metric: str, notes: list[str]) -> None:
+    """Draw the datasheet peak of the bars' GPU as a dashed line, unless unknown or every bar is below 10% of it."""
+    unit = _UNITS[metric]
+    spec = hardware.lookup(chosen[0]["device"]["name"])
+    if spec is None:
+        return
+    try:
+        peak = hardware.peak_tflops(spec, chosen[0]["dtype"]) if metric == "tflops" else float(spec.bandwidth_gbs)
+    except ValueError as e:
+        notes.append(str(e))
+        return
+    if max(r[metric] for r in chosen) < 0.1 * peak:
+        notes.append(f"Datasheet peak {_fmt(peak)} {unit} ({spec.name}) not drawn: every bar is below 10% of it.")
+        return
+    fig.add_hline(
+        y=peak, line=dict(color=_ROOF, dash="dash", width=1),
+        annotation_text=f"datasheet peak {_fmt(peak)} {unit} ({spec.name})",
+        annotation_position="top left", annotation_font_size=11,
+    )
+
+
 def compare_variants(
     records: Iterable[Mapping[str, Any]] | None,
     metric: str = "tflops",
@@ -313,30 +391,7 @@ def compare_variants(
         if others:
             notes.append(f"{len(others)} record(s) of other dtypes not shown (comparing {want}).")
         real = [r for r in real if r["dtype"] == want and r[metric] is not None]
-    by_variant: dict[str, list[Mapping[str, Any]]] = {}
-    for r in real:
-        by_variant.setdefault(r["variant"], []).append(r)
-    chosen: dict[str, Mapping[str, Any]] = {}
-    shape_note = ""
-    if shape is not None:
-        for v, recs in by_variant.items():
-            hit = [r for r in recs if dict(r["shape"]) == dict(shape)]
-            if hit:
-                chosen[v] = min(hit, key=lambda r: r["time_ms"])
-        shape_note = _shape_str(shape)
-    elif by_variant:
-        shapes = [{tuple(r["shape"].items()) for r in recs} for recs in by_variant.values()]
-        common = set.intersection(*shapes)
-        if common:
-            best = max(common, key=lambda s: math.prod(v for _, v in s))
-            for v, recs in by_variant.items():
-                chosen[v] = min((r for r in recs if tuple(r["shape"].items()) == best), key=lambda r: r["time_ms"])
-            shape_note = _shape_str(dict(best))
-        else:
-            for v, recs in by_variant.items():
-                chosen[v] = max(recs, key=lambda r: (math.prod(r["shape"].values()), -r["time_ms"]))
-            shape_note = "each variant at its largest shape"
-            notes.append("No shape is shared by all variants: each bar is that variant's largest shape.")
+    chosen, shape_note = _choose_bars(real, shape, notes)
     fig = go.Figure()
     for v, r in chosen.items():
         fig.add_trace(
@@ -346,33 +401,13 @@ def compare_variants(
                 textposition="outside", hovertext=[_hover(r)], hoverinfo="text",
             )
         )
-    spec = hardware.lookup(next(iter(chosen.values()))["device"]["name"]) if chosen else None
-    if spec is not None:
-        try:
-            if metric == "tflops":
-                peak = hardware.peak_tflops(spec, next(iter(chosen.values()))["dtype"])
-            else:
-                peak = float(spec.bandwidth_gbs)
-            top = max(r[metric] for r in chosen.values())
-            if top < 0.1 * peak:
-                notes.append(
-                    f"Datasheet peak {_fmt(peak)} {unit} ({spec.name}) not drawn: every bar is below 10% of it."
-                )
-                raise _SkipPeak
-            fig.add_hline(
-                y=peak, line=dict(color=_ROOF, dash="dash", width=1),
-                annotation_text=f"datasheet peak {_fmt(peak)} {unit} ({spec.name})",
-                annotation_position="top left", annotation_font_size=11,
-            )
-        except ValueError as e:
-            notes.append(str(e))
-        except _SkipPeak:
-            pass
+    if chosen:
+        _peak_line(fig, list(chosen.values()), metric, notes)
     fig.update_yaxes(title_text=unit, rangemode="tozero")
     fig.update_xaxes(title_text="variant")
     head = title or f"{op or ''} variants compared ({unit})".strip()
     sub = f"{shape_note}, {_provenance(list(chosen.values()))}" if chosen else "no real-GPU measurements"
-    _finish(fig, f"{head}<br><sup>{sub}</sup>", notes, None if chosen else _none_recorded(op))
+    _finish(fig, head, sub, notes, None if chosen else _none_recorded(op))
     fig.update_layout(showlegend=False, bargap=0.35)
     if not chosen:
         fig.update_xaxes(showticklabels=False)
@@ -406,31 +441,9 @@ def _resolve_device(device: Any, records: Sequence[Mapping[str, Any]], notes: li
     return spec
 
 
-def _roofline(
-    records: Sequence[Mapping[str, Any]],
-    notes: list[str],
-    spec: hardware.DeviceSpec | None,
-    dtype: str,
-    points: Sequence[Mapping[str, Any]],
-    *,
-    tf32: bool,
-    op: str | None,
-    title: str | None,
-    slots: Sequence[str] | None = None,
-) -> go.Figure:
-    peak = bw = None
-    if spec is not None:
-        bw = float(spec.bandwidth_gbs)
-        try:
-            peak = hardware.peak_tflops(spec, dtype, tf32=tf32)
-        except ValueError as e:
-            notes = notes + [str(e)]
-    ridge = peak * 1e3 / bw if peak and bw else None
-
-    meas = [r for r in records if r["tflops"] is not None and r["bytes"] > 0 and r["flops"] > 0]
-    if len(meas) < len(records):
-        notes = notes + [f"{len(records) - len(meas)} record(s) without FLOPs or bytes not drawn."]
-
+def _roofline_points(points: Sequence[Mapping[str, Any]], peak: float | None, bw: float | None,
+                     notes: list[str]) -> list[dict[str, Any]]:
+    """Validate napkin-math points; return them with their attainable TFLOP/s (notes say which were left out)."""
     pts = []
     for p in points:
         if p.get("predicted", True) is not True:
@@ -446,82 +459,74 @@ def _roofline(
         y = p.get("tflops")
         if y is None:
             if bw is None:
-                notes = notes + [f"point {p['label']!r} not drawn: no datasheet entry to bound it."]
+                notes.append(f"point {p['label']!r} not drawn: no datasheet entry to bound it.")
                 continue
             y = min(peak, bw * inten / 1e3) if peak else bw * inten / 1e3
         pts.append({**p, "intensity": inten, "tflops": float(y)})
+    return pts
 
-    xs = [r["flops"] / r["bytes"] for r in meas] + [p["intensity"] for p in pts]
-    anchors = xs + ([ridge] if ridge else [])
-    lo_x = min([*anchors, (ridge or 1.0) / 100]) / 3
-    hi_x = max([*anchors, (ridge or 1.0) * 10]) * 3
-    lo_x, hi_x = 10 ** math.floor(math.log10(lo_x)), 10 ** math.ceil(math.log10(hi_x))
 
-    fig = go.Figure()
-    keep = slots is not None
+def _ceiling_traces(spec: hardware.DeviceSpec | None, dtype: str, tf32: bool, peak: float | None,
+                    bw: float | None, lo_x: float, hi_x: float) -> list[go.Scatter]:
+    """Return the ceiling lines: datasheet roof, fp32 SIMT for context, measured bandwidth and matmul ceilings.
 
-    def add(trace: go.Scatter) -> None:
-        if keep or (trace.x is not None and len(trace.x) > 0):
-            if keep:
-                trace.visible = trace.x is not None and len(trace.x) > 0
-            fig.add_trace(trace)
-
+    A ceiling that does not apply is an empty trace (the explorer keeps one trace structure for every choice).
+    """
+    group = dict(legendgroup="ceilings", legendgrouptitle_text="ceilings")
     dname = hardware.canonical_dtype(dtype) + (" (tf32)" if tf32 else "")
-    # datasheet roof
-    if bw is not None:
+    ridge = peak * 1e3 / bw if peak and bw else None
+    out = []
+    if bw is not None:  # datasheet roof
         if peak:
             rx, ry = [lo_x, ridge, hi_x], [bw * lo_x / 1e3, peak, peak]
             name = f"datasheet roof: {_fmt(bw)} GB/s, {dname} {_fmt(peak)} TFLOP/s"
         else:
             rx, ry = [lo_x, hi_x], [bw * lo_x / 1e3, bw * hi_x / 1e3]
             name = f"datasheet memory roof: {_fmt(bw)} GB/s"
-        add(go.Scatter(x=rx, y=ry, mode="lines", name=name, line=dict(color=_ROOF, width=3),
-                       hoverinfo="name", legendgroup="ceilings", legendgrouptitle_text="ceilings"))
+        out.append(go.Scatter(x=rx, y=ry, mode="lines", name=name, line=dict(color=_ROOF, width=3),
+                              hoverinfo="name", **group))
     else:
-        add(go.Scatter(x=[], y=[], name="datasheet roof", legendgroup="ceilings"))
-    # fp32 SIMT ceiling for context
-    ctx = None
+        out.append(go.Scatter(x=[], y=[], name="datasheet roof", legendgroup="ceilings"))
+    ctx = None  # fp32 SIMT ceiling for context
     if spec is not None and (hardware.canonical_dtype(dtype) != "float32" or tf32):
         ctx = float(spec.fp32_tflops)
     if ctx and bw:
-        add(go.Scatter(x=[ctx * 1e3 / bw, hi_x], y=[ctx, ctx], mode="lines",
-                       name=f"fp32 SIMT {_fmt(ctx)} TFLOP/s (context)",
-                       line=dict(color=_CONTEXT, width=2, dash="dot"), hoverinfo="name",
-                       legendgroup="ceilings", legendgrouptitle_text="ceilings"))
+        out.append(go.Scatter(x=[ctx * 1e3 / bw, hi_x], y=[ctx, ctx], mode="lines",
+                              name=f"fp32 SIMT {_fmt(ctx)} TFLOP/s (context)",
+                              line=dict(color=_CONTEXT, width=2, dash="dot"), hoverinfo="name", **group))
     else:
-        add(go.Scatter(x=[], y=[], name="fp32 SIMT (context)", legendgroup="ceilings"))
-    # measured ceilings
-    mbw = spec.measured_bandwidth_gbs if spec is not None else None
+        out.append(go.Scatter(x=[], y=[], name="fp32 SIMT (context)", legendgroup="ceilings"))
+    mbw = spec.measured_bandwidth_gbs if spec is not None else None  # measured ceilings
     mpk = hardware.measured_tflops(spec, dtype) if spec is not None and not tf32 else None
     top = mpk or peak
+    dashed = dict(color=_MEASURED_CEIL, width=1.5, dash="dash")
     if mbw:
         end = top * 1e3 / mbw if top else hi_x
-        add(go.Scatter(x=[lo_x, end], y=[mbw * lo_x / 1e3, mbw * end / 1e3], mode="lines",
-                       name=f"measured copy bandwidth {_fmt(mbw)} GB/s",
-                       line=dict(color=_MEASURED_CEIL, width=1.5, dash="dash"), hoverinfo="name",
-                       legendgroup="ceilings", legendgrouptitle_text="ceilings"))
+        out.append(go.Scatter(x=[lo_x, end], y=[mbw * lo_x / 1e3, mbw * end / 1e3], mode="lines",
+                              name=f"measured copy bandwidth {_fmt(mbw)} GB/s", line=dashed, hoverinfo="name",
+                              **group))
     else:
-        add(go.Scatter(x=[], y=[], name="measured bandwidth", legendgroup="ceilings"))
+        out.append(go.Scatter(x=[], y=[], name="measured bandwidth", legendgroup="ceilings"))
     if mpk:
         start = mpk * 1e3 / (mbw or bw)
-        add(go.Scatter(x=[start, hi_x], y=[mpk, mpk], mode="lines",
-                       name=f"measured {dname} matmul {_fmt(mpk)} TFLOP/s",
-                       line=dict(color=_MEASURED_CEIL, width=1.5, dash="dash"), hoverinfo="name",
-                       legendgroup="ceilings", legendgrouptitle_text="ceilings"))
+        out.append(go.Scatter(x=[start, hi_x], y=[mpk, mpk], mode="lines",
+                              name=f"measured {dname} matmul {_fmt(mpk)} TFLOP/s", line=dashed, hoverinfo="name",
+                              **group))
     else:
-        add(go.Scatter(x=[], y=[], name="measured compute", legendgroup="ceilings"))
+        out.append(go.Scatter(x=[], y=[], name="measured compute", legendgroup="ceilings"))
+    return out
 
-    # measurements and predictions, per variant
-    names = list(slots) if slots is not None else []
-    for r in meas:
-        if r["variant"] not in names:
-            names.append(r["variant"])
-    for p in pts:
-        if p["label"] not in names and slots is None:
-            names.append(p["label"])
+
+def _variant_traces(meas: Sequence[Mapping[str, Any]], pts: Sequence[Mapping[str, Any]],
+                    names: Sequence[str], ridge: float | None) -> list[go.Scatter]:
+    """Return per variant its measured points (filled circles) then its predicted points (open diamonds).
+
+    Predicted points carry no text of their own: :func:`_point_labels` lays their names out without overlaps.
+    """
+    out = []
     for name in names:
         mine = [r for r in meas if r["variant"] == name]
-        add(go.Scatter(
+        out.append(go.Scatter(
             x=[r["flops"] / r["bytes"] for r in mine], y=[r["tflops"] for r in mine], mode="markers",
             name=f"{name} (measured)", marker=dict(color=variant_color(name), size=11, symbol="circle",
                                                   line=dict(color="white", width=1)),
@@ -530,10 +535,9 @@ def _roofline(
         ))
     for name in names:
         mine = [p for p in pts if p["label"] == name]
-        add(go.Scatter(
-            x=[p["intensity"] for p in mine], y=[p["tflops"] for p in mine], mode="markers+text",
-            name=f"{name} (predicted)", text=[name for _ in mine], textposition="top center",
-            textfont=dict(size=10, color=variant_color(name)),
+        out.append(go.Scatter(
+            x=[p["intensity"] for p in mine], y=[p["tflops"] for p in mine], mode="markers",
+            name=f"{name} (predicted)",
             marker=dict(color=variant_color(name), size=14, symbol="diamond-open", line=dict(width=2.5)),
             hovertext=[
                 f"<b>{p['label']}</b> (predicted, napkin math)<br>intensity {p['intensity']:.3g} FLOP/B<br>"
@@ -544,31 +548,218 @@ def _roofline(
             ],
             hoverinfo="text", legendgroup="predicted", legendgrouptitle_text="predicted (napkin math)",
         ))
-    # a second pass of points whose labels are not slot names (explorer only draws slot names)
-    if slots is not None:
-        extra = [p for p in pts if p["label"] not in names]
-        if extra:
-            notes = notes + [f"{len(extra)} predicted point(s) with unknown labels not drawn."]
+    return out
 
-    ys = [r["tflops"] for r in meas] + [p["tflops"] for p in pts]
-    if bw:
-        ys.append(bw * lo_x / 1e3)
-    y_hi = max([*(ys or [1.0]), peak or 0.0]) * 2.5
+
+def _log_range(values: Sequence[float]) -> list[float]:
+    return [math.log10(values[0]), math.log10(values[1])]
+
+
+def _roofline(
+    records: Sequence[Mapping[str, Any]],
+    notes: list[str],
+    spec: hardware.DeviceSpec | None,
+    dtype: str,
+    points: Sequence[Mapping[str, Any]],
+    *,
+    tf32: bool,
+    op: str | None,
+    title: str | None,
+    slots: Sequence[str] | None = None,
+) -> go.Figure:
+    notes = list(notes)
+    peak = bw = None
+    if spec is not None:
+        bw = float(spec.bandwidth_gbs)
+        try:
+            peak = hardware.peak_tflops(spec, dtype, tf32=tf32)
+        except ValueError as e:
+            notes.append(str(e))
+    ridge = peak * 1e3 / bw if peak and bw else None
+    meas = [r for r in records if r["tflops"] is not None and r["bytes"] > 0 and r["flops"] > 0]
+    if len(meas) < len(records):
+        notes.append(f"{len(records) - len(meas)} record(s) without FLOPs or bytes not drawn.")
+    pts = _roofline_points(points, peak, bw, notes)
+
+    anchors = [r["flops"] / r["bytes"] for r in meas] + [p["intensity"] for p in pts] + ([ridge] if ridge else [])
+    lo_x = 10 ** math.floor(math.log10(min([*anchors, (ridge or 1.0) / 100]) / 3))
+    hi_x = 10 ** math.ceil(math.log10(max([*anchors, (ridge or 1.0) * 10]) * 3))
+    names = list(slots) if slots is not None else []
+    found = [r["variant"] for r in meas] + ([p["label"] for p in pts] if slots is None else [])
+    names += [n for n in dict.fromkeys(found) if n not in names]
+    extra = [p for p in pts if p["label"] not in names]  # the explorer only draws its slots' names
+    if extra:
+        notes.append(f"{len(extra)} predicted point(s) with unknown labels not drawn.")
+    fig = go.Figure()
+    for trace in _ceiling_traces(spec, dtype, tf32, peak, bw, lo_x, hi_x) + _variant_traces(meas, pts, names, ridge):
+        has_data = trace.x is not None and len(trace.x) > 0
+        if slots is not None:
+            trace.visible = has_data
+        if slots is not None or has_data:
+            fig.add_trace(trace)
+
+    ys = [r["tflops"] for r in meas] + [p["tflops"] for p in pts] + ([bw * lo_x / 1e3] if bw else [])
+    y_hi = max([*(ys or [1.0]), peak or 0.0]) * 6  # room above the flat roof for the names of compute-bound points
     y_lo = max(min(ys or [1e-3]) / 2.5, y_hi / 1e7)
     fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte of DRAM traffic)",
-                     range=[math.log10(lo_x), math.log10(hi_x)], exponentformat="power", showgrid=True)
-    fig.update_yaxes(type="log", title_text="TFLOP/s", range=[math.log10(y_lo), math.log10(y_hi)],
+                     range=_log_range([lo_x, hi_x]), exponentformat="power", showgrid=True)
+    fig.update_yaxes(type="log", title_text="TFLOP/s", range=_log_range([y_lo, y_hi]),
                      exponentformat="power", showgrid=True)
-    if ridge:
-        fig.add_annotation(x=math.log10(ridge), y=math.log10(peak), text=f"ridge {ridge:.0f} FLOP/B",
-                           showarrow=True, arrowhead=2, ax=40, ay=30, font=dict(size=11, color=_ROOF))
+    dname = hardware.canonical_dtype(dtype) + (" (tf32)" if tf32 else "")
     what = op or (meas[0]["op"] if meas else "")
     head = title or f"Roofline{': ' + what if what else ''}, {dname} on {spec.name if spec else 'unknown GPU'}"
     sub = _provenance(meas) if meas else "datasheet ceilings (dense); no measurements drawn"
-    fig = _finish(fig, f"{head}<br><sup>{sub}</sup>", notes, None if meas else _none_recorded(op),
-                  empty_at_bottom=True)
+    fig = _finish(fig, head, sub, notes, None if meas else _none_recorded(op), empty_at_bottom=True)
     fig.update_layout(legend=dict(tracegroupgap=8))
+    labels = [([p["label"]], p["intensity"], p["tflops"]) for p in pts if p["label"] in names]
+    fig.layout.annotations = list(fig.layout.annotations) + _point_labels(fig, labels, ridge and (ridge, peak))
     return fig
+
+
+# ---------------------------------------------------------------------------------------------------------
+# label layout: names of predicted points and the ridge, placed so that no two texts overlap
+#
+# The figure's width follows the notebook's (plotly resizes it), so a layout must hold at every plot width a
+# learner may have: a spot is taken only if it is free at each of _PLOT_WIDTHS (px of plot area beside the
+# legend: ~440 in JupyterLab's default layout, an ~850 px figure; ~900 with the file browser closed on a wide
+# screen). The height is the figure's own.
+
+_PLOT_WIDTHS = (420, 520, 680, 900)
+Box = tuple[float, float, float, float]
+
+
+def _to_px(fig: go.Figure, x: float, y: float, width: float) -> tuple[float, float]:
+    """Map a data point of a log-log figure to plot-area px (origin top left) for a plot ``width`` px wide."""
+    (x0, x1), (y0, y1) = fig.layout.xaxis.range, fig.layout.yaxis.range
+    height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    return (math.log10(x) - x0) / (x1 - x0) * width, (1 - (math.log10(y) - y0) / (y1 - y0)) * height
+
+
+def _banner_box(fig: go.Figure, width: float) -> list[Box]:
+    """Return the 'none recorded' banner's box when it sits inside the plot (the roofline's, bottom right)."""
+    height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    boxes = []
+    for a in fig.layout.annotations:
+        if a.name == "none-recorded" and a.xanchor == "right":
+            w, h = _text_box(a.text, a.font.size)
+            w, h = w + 2 * (a.borderpad or 0) + 2, h + 2 * (a.borderpad or 0) + 2
+            right, bottom = a.x * width, (1 - a.y) * height
+            boxes.append((right - w, bottom - h, right, bottom))
+    return boxes
+
+
+def _overlap(a: Box, b: Box, pad: float = 3.0) -> float:
+    """Return the overlap area of two (x0, y0, x1, y1) boxes grown by ``pad``."""
+    w = min(a[2], b[2]) - max(a[0], b[0]) + 2 * pad
+    h = min(a[3], b[3]) - max(a[1], b[1]) + 2 * pad
+    return max(w, 0.0) * max(h, 0.0)
+
+
+def _clusters(items: Sequence[tuple[list[str], float, float]], fig: go.Figure,
+              near_px: float = 16.0) -> list[tuple[list[str], float, float]]:
+    """Merge points whose markers touch in the narrowest plot; each cluster keeps its first point."""
+    out: list[tuple[list[str], float, float, tuple[float, float]]] = []
+    for names, x, y in items:
+        px = _to_px(fig, x, y, _PLOT_WIDTHS[0])
+        for i, (n2, x2, y2, p2) in enumerate(out):
+            if abs(px[0] - p2[0]) < near_px and abs(px[1] - p2[1]) < near_px:
+                out[i] = (n2 + [n for n in names if n not in n2], x2, y2, p2)
+                break
+        else:
+            out.append((list(names), x, y, px))
+    return [(n, x, y) for n, x, y, _ in out]
+
+
+def _label_text(names: Sequence[str], most: int = 6) -> str:
+    """Return the names, each in its variant's colour, comma-separated on short lines (at most ``most`` names:
+    a crowd of variants at one point is counted, and the legend lists them all)."""
+    shown = list(names) if len(names) <= most else list(names[:3])
+    parts = [f"<span style='color:{variant_color(n)}'>{n}</span>" for n in shown]
+    widths = [len(n) for n in shown]
+    if len(shown) < len(names):
+        parts.append(f"and {len(names) - len(shown)} more (see the legend)")
+        widths.append(len(parts[-1]))
+    lines, cur, width = [], [], 0
+    for part, w in zip(parts, widths, strict=True):
+        if cur and width + 2 + w > 38:
+            lines.append(", ".join(cur) + ",")
+            cur, width = [], 0
+        cur.append(part)
+        width += w + (2 if width else 0)
+    lines.append(", ".join(cur))
+    head = [f"{len(names)} variants:"] if len(shown) < len(names) else []
+    return "<br>".join(head + lines)
+
+
+# Where a label may go around its point, nearest first: (ax, ay) from the point to the label's anchor, in px
+# (y down), and which side of the label box sits at that anchor.
+_SPOTS = [(12, 0, "left", "middle"), (-12, 0, "right", "middle"), (0, -12, "center", "bottom"),
+          (0, 12, "center", "top")]
+_SPOTS += [(d * sx, d * sy, "left" if sx > 0 else "right", "top" if sy > 0 else "bottom")
+           for d in (18, 36) for sx, sy in ((1, 1), (-1, -1), (1, -1), (-1, 1))]
+_SPOTS += [(0, d * sy, "center", "top" if sy > 0 else "bottom") for d in (30, 50) for sy in (1, -1)]
+_SPOTS += [(d * sx, d * sy, "left" if sx > 0 else "right", "top" if sy > 0 else "bottom")
+           for d in (60, 90) for sx, sy in ((1, 1), (-1, -1), (1, -1), (-1, 1))]
+
+
+def _spot_box(anchor: tuple[float, float], spot: tuple[int, int, str, str], box: tuple[float, float]) -> Box:
+    """Return the (x0, y0, x1, y1) px box of a ``box``-sized label put at ``spot`` around ``anchor``."""
+    ax, ay, xanchor, yanchor = spot
+    x, y = anchor[0] + ax, anchor[1] + ay
+    x0 = {"left": x, "right": x - box[0], "center": x - box[0] / 2}[xanchor]
+    y0 = {"top": y, "bottom": y - box[1], "middle": y - box[1] / 2}[yanchor]
+    return x0, y0, x0 + box[0], y0 + box[1]
+
+
+def _spot_cost(rects: Sequence[Box], taken: Sequence[Sequence[Box]], height: float) -> float:
+    """Return how badly a label's boxes (one per plot width) leave the plot or overlap what is there."""
+    cost = 0.0
+    for rect, width, boxes in zip(rects, _PLOT_WIDTHS, taken, strict=True):
+        outside = max(0.0, -rect[0]) + max(0.0, rect[2] - width) + max(0.0, -rect[1]) + max(0.0, rect[3] - height)
+        cost += outside * 1000 + sum(_overlap(rect, t) for t in boxes)
+    return cost
+
+
+def _point_labels(fig: go.Figure, items: Sequence[tuple[list[str], float, float]],
+                  ridge: tuple[float, float] | None) -> list[dict[str, Any]]:
+    """Return annotations naming the predicted points (and the ridge), laid out so that no two texts overlap.
+
+    Points whose markers touch share one label listing their names. Each label goes to the nearest spot
+    around its point that, at every plot width in ``_PLOT_WIDTHS``, stays inside the plot and clear of the
+    labels placed before, the markers and the 'none recorded' banner (else to the spot that overlaps
+    least), with a thin leader line to its point.
+    """
+    height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    clusters = _clusters(items, fig)
+    taken: list[list[Box]] = []
+    for width in _PLOT_WIDTHS:  # the banner and the markers themselves
+        px = [_to_px(fig, x, y, width) for _, x, y in clusters]
+        taken.append(_banner_box(fig, width) + [(a - 8, b - 8, a + 8, b + 8) for a, b in px])
+    todo = [(_label_text(n), x, y, "#444444", "point-label") for n, x, y in sorted(clusters, key=lambda c: c[1])]
+    if ridge:  # last: the points' names get the nearest spots
+        todo.append((f"ridge {ridge[0]:.0f} FLOP/B", ridge[0], ridge[1], _ROOF, "ridge"))
+    out = []
+    for text, x, y, color, name in todo:
+        w, h = _text_box(text, _LABEL_FONT)
+        anchors = [_to_px(fig, x, y, width) for width in _PLOT_WIDTHS]
+        best = None
+        for i, spot in enumerate(_SPOTS):
+            rects = [_spot_box(a, spot, (w + 6, h + 4)) for a in anchors]
+            cost = _spot_cost(rects, taken, height)
+            if best is None or (cost, i) < best[0]:
+                best = ((cost, i), spot, rects)
+            if cost == 0:
+                break
+        _, (ax, ay, xanchor, yanchor), rects = best
+        for boxes, rect in zip(taken, rects, strict=True):
+            boxes.append(rect)
+        out.append(dict(
+            x=math.log10(x), y=math.log10(y), xref="x", yref="y", text=text, name=name, showarrow=True,
+            ax=ax, ay=ay, xanchor=xanchor, yanchor=yanchor, arrowhead=0, arrowwidth=1, arrowcolor="#666666",
+            standoff=7, align="left", font=dict(size=_LABEL_FONT, color=color),
+            bgcolor="rgba(255, 255, 255, 0.85)", borderpad=2,
+        ))
+    return out
 
 
 def roofline(

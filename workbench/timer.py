@@ -24,6 +24,8 @@ from typing import Any
 import torch
 
 from workbench._mode import MODE
+from workbench.progress import bar as progress_bar
+from workbench.progress import counted
 from workbench.registry import Variant, as_dtype, dtype_name, get_op, make_inputs
 
 # Passed checks: (op, dtype, id of the function, fingerprint of its code and kernels) -> the function, kept alive so
@@ -183,12 +185,14 @@ def _record_shape(shape: dict) -> dict[str, int]:
 
 
 def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, dtype: torch.dtype | str = "float32",
-          check: bool = True, command: str | None = None, reps: int | None = None, **shape: Any) -> dict:
+          check: bool = True, command: str | None = None, reps: int | None = None, progress: bool | None = None,
+          **shape: Any) -> dict:
     """Check, then time ``fn`` on ``op`` at ``shape`` (e.g. ``M=4096, N=4096, K=4096``); return one record.
 
     The record follows ``results/README.md``: op, variant, shape, dtype, time_ms with p20/p80, FLOPs and bytes,
     TFLOP/s, GB/s and % of the device's peak (None when emulated), device, versions, date and command.
-    A kernel that fails the checker is not timed: this raises instead.
+    A kernel that fails the checker is not timed: this raises instead. ``progress`` shows bars for the check
+    and, in cpu mode, the emulated timing calls (None: :func:`workbench.progress.enabled` decides).
     """
     from workbench.checker import check as run_check
     from workbench.versions import device_info, versions
@@ -208,7 +212,7 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
     sizes, kw = spec.split(shape)
     key = (spec.name, dtype_name(dt), id(fn), fingerprint(fn))
     if check and key not in _CHECKED:
-        rep = run_check(fn, spec.name, dtypes=[dt], quick=True)
+        rep = run_check(fn, spec.name, dtypes=[dt], quick=True, progress=progress)
         if not rep.ok:
             raise AssertionError(f"bench: {spec.name}/{name} fails the checker, so it is not timed.\n{rep.summary()}")
         _CHECKED[key] = fn
@@ -223,8 +227,10 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
 
     if MODE == "gpu":
         times = time_gpu(call, n_sets)
-    else:
-        times = time_cpu(call, n_sets, reps or 3)
+    else:  # emulated calls take seconds each: show them (warm-up + reps) on a bar
+        n_reps = reps or 3
+        with progress_bar(n_reps + 1, f"time {spec.name}/{name} (emulated)", unit="call", progress=progress) as b:
+            times = time_cpu(counted(call, b, lambda k: "warm-up" if k == 0 else f"rep {k}/{n_reps}"), n_sets, n_reps)
     med, p20, p80 = _quantiles(times)
     emulated = MODE != "gpu"
     rec: dict[str, Any] = {

@@ -48,9 +48,14 @@ CHROMIUM_ARGS = [
 # Seconds a notebook may take to run all its cells (cpu emulation is slow); override for slow machines.
 RUN_TIMEOUT_S = float(os.environ.get("WORKBENCH_BROWSER_TIMEOUT", "300"))
 # Seconds to wait, after the kernel went idle, for plots and widgets to finish rendering.
-RENDER_SETTLE_S = 10.0
-# Seconds to wait for a figure to change after a control changed (the kernel recomputes it).
-INTERACT_TIMEOUT_S = 20.0
+RENDER_SETTLE_S = 30.0
+# After a control changed: seconds the kernel may take to run its callback (it goes busy, then idle again; a
+# machine under load is slow), then seconds for the front end to draw the new figure once the kernel is idle.
+INTERACT_TIMEOUT_S = 240.0
+FIGURE_AFTER_IDLE_S = 90.0
+# JupyterLab's default layout (the file browser open beside the notebook) in a 1280 x 800 window: figures are
+# ~850 px wide, and must be readable at that width.
+VIEWPORT = {"width": 1280, "height": 800}
 
 # Console errors that are not the page's own code failing. Keep this short, and say why for each.
 CONSOLE_ALLOW = [
@@ -71,8 +76,9 @@ def chromium_problem() -> str | None:
     """Return why the browser tests cannot run here (no Chromium, no playwright), or None when they can."""
     if not CHROMIUM.exists():
         return (
-            f"{CHROMIUM} not found: the browser tests need Debian's chromium package. "
-            "Run `bash scripts/install-chromium.sh` (as root), or set WORKBENCH_SKIP_BROWSER=1 to skip them."
+            f"{CHROMIUM} not found: the browser tests need Debian's chromium package. Run "
+            "`bash scripts/install-chromium.sh` as root (`make test` does), or set WORKBENCH_SKIP_BROWSER=1 "
+            "to skip them."
         )
     try:
         import playwright.sync_api  # noqa: F401
@@ -171,6 +177,8 @@ def start_lab(timeout_s: float = 120.0) -> LabServer:
     env = dict(
         os.environ,
         WORKBENCH_MODE=os.environ.get("WORKBENCH_MODE", "cpu"),
+        # what a learner sees: progress bars (widgets) on slow checks and timings, whatever the test run's setting
+        WORKBENCH_PROGRESS="1",
         JUPYTER_CONFIG_DIR=str(dirs["config"]),
         JUPYTER_DATA_DIR=str(dirs["data"]),
         JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
@@ -201,6 +209,11 @@ def start_lab(timeout_s: float = 120.0) -> LabServer:
     return server
 
 
+_SHOW_FILE_BROWSER_JS = """() => {
+  const app = window.jupyterapp;
+  if (app.shell.leftCollapsed) app.commands.execute('application:toggle-left-area');
+  return true;
+}"""
 _CONTEXTS: dict[int, Any] = {}
 _PAGES: dict[int, Any] = {}  # the page (a booted JupyterLab) the next notebook opens in
 _CLOSE_ALL_JS = """() => {
@@ -217,7 +230,7 @@ def _context(browser: Any) -> Any:
     come from the HTTP cache after the first notebook instead of being fetched and parsed again for each."""
     ctx = _CONTEXTS.get(id(browser))
     if ctx is None:
-        ctx = _CONTEXTS[id(browser)] = browser.new_context(viewport={"width": 1400, "height": 900})
+        ctx = _CONTEXTS[id(browser)] = browser.new_context(viewport=dict(VIEWPORT))
     return ctx
 
 
@@ -435,6 +448,57 @@ def _changes(before: list, after: list) -> list[str]:
     return out
 
 
+# What a learner cannot read in a figure: a text (title, note, label, legend) cut off at the figure's edge, or
+# two texts drawn over each other. Boxes come from the rendered SVG: annotation backgrounds, the title, the
+# legend's background (its visible, scrollable area) and scatter text labels. Hidden figures are skipped.
+_LAYOUT_JS = r"""() => {
+  const problems = [];
+  const figs = [...document.querySelectorAll('.jp-Notebook .jp-Cell-outputArea .js-plotly-plot')];
+  const clean = (s) => (s || '').replace(/\s+/g, ' ').trim().slice(0, 70);
+  figs.forEach((el, n) => {
+    const svg = el.querySelector('.main-svg');
+    if (!svg || !el.offsetParent) return;
+    const F = svg.getBoundingClientRect();
+    if (F.width < 50 || F.height < 50) return;
+    const t = el.querySelector('.infolayer .gtitle');
+    const head = JSON.stringify(clean(t ? t.textContent : '') || 'untitled');
+    const name = `figure ${n} (${head}, ${Math.round(F.width)} px wide)`;
+    const boxes = [];
+    const add = (node, what) => {
+      if (!node) return;
+      const r = node.getBoundingClientRect();
+      if (r.width < 1 || r.height < 1) return;
+      const cut = Math.max(0, F.left - r.left) + Math.max(0, r.right - F.right)
+                + Math.max(0, F.top - r.top) + Math.max(0, r.bottom - F.bottom);
+      if (cut > 2) problems.push(`${name}: ${what} is cut off at the figure's edge (${Math.round(cut)} px outside)`);
+      boxes.push([r, what]);
+    };
+    if (t) add(t, `the title ${JSON.stringify(clean(t.textContent))}`);
+    el.querySelectorAll('.infolayer g.annotation').forEach(g => {
+      const text = g.querySelector('.annotation-text-g');
+      add(text && (text.querySelector('rect.bg') || text), `the note ${JSON.stringify(clean(g.textContent))}`);
+    });
+    const legend = el.querySelector('.infolayer g.legend');
+    if (legend) add(legend.querySelector('rect.bg') || legend, 'the legend');
+    el.querySelectorAll('.scatterlayer .textpoint text')
+      .forEach(x => add(x, `the label ${JSON.stringify(clean(x.textContent))}`));
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, wa] = boxes[i], [b, wb] = boxes[j];
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 2 && h > 2) problems.push(`${name}: ${wa} and ${wb} are drawn over each other`);
+      }
+  });
+  return problems;
+}"""
+
+
+def figure_layout_problems(page: Any) -> list[str]:
+    """Return, per rendered figure, every text cut off at its edge and every two texts drawn over each other."""
+    return _evaluate(page, _LAYOUT_JS)
+
+
 def _slider_controls(page: Any) -> list[tuple[str, Any]]:
     """Return (description, apply) for the first slider: apply moves it one step and returns the new value."""
     handles = page.locator(".jp-Notebook .jp-Cell-outputArea .widget-slider .noUi-handle")
@@ -484,6 +548,52 @@ def _dropdown_controls(page: Any) -> list[tuple[str, Any]]:
     return [(f"dropdown {desc!r}", apply)]
 
 
+# Counts the notebook kernel's busy/idle transitions from now on (reset on each call), so that a control's
+# effect is awaited by what the kernel does rather than by a fixed time.
+_KERNEL_WATCH_JS = """() => {
+  const sc = window.jupyterapp.shell.currentWidget.sessionContext;
+  window.__kwKernel = {busy: 0, idle: 0};
+  if (!sc.__kwWatched) {
+    sc.__kwWatched = true;
+    sc.statusChanged.connect((_, s) => {
+      const log = window.__kwKernel;
+      if (log && s === 'busy') log.busy++;
+      if (log && s === 'idle') log.idle++;
+    });
+  }
+  return true;
+}"""
+_KERNEL_STATE_JS = """() => {
+  const sc = window.jupyterapp.shell.currentWidget.sessionContext;
+  const k = sc.session && sc.session.kernel;
+  return {status: k ? k.status : 'none', busy: (window.__kwKernel || {}).busy || 0};
+}"""
+
+
+def _await_figure_change(page: Any, before: list) -> tuple[list[str] | None, str]:
+    """Wait until a figure changed, or say why not: the kernel never ran the callback, never finished it within
+    ``INTERACT_TIMEOUT_S``, or finished it and no figure changed within ``FIGURE_AFTER_IDLE_S`` after."""
+    start, idle_since = time.monotonic(), None
+    while True:
+        page.wait_for_timeout(250)
+        after = _figures(page)
+        changed = _changes(before, after)
+        if changed and all(f is not None for f in after):
+            return changed, ""
+        state, now = _evaluate(page, _KERNEL_STATE_JS), time.monotonic()
+        if state["busy"] and state["status"] == "idle":  # the callback ran: now the front end must draw
+            idle_since = idle_since or now
+            if now - idle_since > FIGURE_AFTER_IDLE_S:
+                return None, (f"the kernel ran the callback (busy, then idle after {idle_since - start:.0f}s) and "
+                              f"no figure changed within {FIGURE_AFTER_IDLE_S:.0f}s after")
+            continue
+        idle_since = None
+        if now - start > INTERACT_TIMEOUT_S:
+            if state["busy"]:
+                return None, f"the kernel was still {state['status']} after {INTERACT_TIMEOUT_S:.0f}s"
+            return None, f"the kernel never went busy within {INTERACT_TIMEOUT_S:.0f}s (it stayed {state['status']})"
+
+
 def _interact(page: Any) -> tuple[str | None, str | None]:
     """Change the first slider, else the first dropdown, until a figure changes; return (what, failure)."""
     controls = _slider_controls(page) + _dropdown_controls(page)
@@ -491,20 +601,17 @@ def _interact(page: Any) -> tuple[str | None, str | None]:
         return None, "no slider or dropdown rendered in the outputs, so no control could be changed"
     tried = []
     for _, apply in controls:
+        _evaluate(page, _KERNEL_WATCH_JS)
         before = _figures(page)
         what, problem = apply()
         if problem:
             tried.append(problem)
             continue
-        deadline = time.monotonic() + INTERACT_TIMEOUT_S
-        while time.monotonic() < deadline:
-            page.wait_for_timeout(250)
-            after = _figures(page)
-            changed = _changes(before, after)
-            if changed and all(f is not None for f in after):
-                shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
-                return f"{what}; changed {shown}", None
-        tried.append(f"{what}, but no figure changed within {INTERACT_TIMEOUT_S:.0f}s")
+        changed, why = _await_figure_change(page, before)
+        if changed:
+            shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+            return f"{what}; changed {shown}", None
+        tried.append(f"{what}, but {why}")
     return None, "; ".join(tried)
 
 
@@ -613,13 +720,126 @@ def _full_page_screenshot(page: Any, path: Path) -> None:
     page.set_viewport_size(vp)
 
 
+def _page_for(browser: Any) -> tuple[Any, bool]:
+    """Return (page, reused): the page the previous notebook left booted, else a new one."""
+    page = _PAGES.pop(id(browser), None)
+    if page is not None and not page.is_closed():
+        return page, True
+    return _context(browser).new_page(), False
+
+
+def _open_and_run(page: Any, server: LabServer, rel_path: str, reuse: bool, run_timeout_s: float,
+                  watchdog: _Watchdog, mark: Any) -> None:
+    """Open the notebook (in the booted JupyterLab when ``reuse``), wait for its kernel, then Run All Cells."""
+    watchdog.arm("opened the notebook and started its kernel", 150)
+    if reuse:  # JupyterLab is already up in this page (booting it costs ~5 s): open the notebook in it
+        page.evaluate("(p) => { window.jupyterapp.commands.execute('docmanager:open', {path: p}); return 1; }",
+                      rel_path)
+    else:
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", rel_path).strip("-").lower()
+        page.goto(f"{server.url}lab/workspaces/{slug}/tree/{rel_path}?reset", wait_until="domcontentloaded")
+    page.wait_for_function(_KERNEL_IDLE_JS, timeout=120_000, polling=250)
+    _evaluate(page, _SHOW_FILE_BROWSER_JS)  # JupyterLab's default layout (the screenshot closes it)
+    mark("open")
+    watchdog.arm("ran all cells", run_timeout_s + 5)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    run_all = page.locator(".lm-Menu-item:visible .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))
+    run_all.click(no_wait_after=True)
+    page.wait_for_function(_RUN_DONE_JS, timeout=run_timeout_s * 1000, polling=500)
+    mark("run")
+
+
+def _judge_page(page: Any, run: NotebookRun, interact: bool, watchdog: _Watchdog, mark: Any) -> None:
+    """Wait for the outputs to render, judge them and the figures' layout, then move a control and judge again."""
+    watchdog.arm("rendered the outputs and reacted to a control",
+                 RENDER_SETTLE_S + 2 * (INTERACT_TIMEOUT_S + FIGURE_AFTER_IDLE_S) + 60)
+    deadline = time.monotonic() + RENDER_SETTLE_S
+    while True:
+        snap = _evaluate(page, _SNAPSHOT_JS)
+        failures, pending = judge(snap)
+        if not pending or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(500)
+    run.failures += failures + figure_layout_problems(page)
+    cells = snap.get("cells", [])
+    run.cells = len(cells)
+    run.plots = sum(1 for c in cells for p in c["plots"] if p["drawn"] and p["traces"])
+    mark("render")
+    if interact:
+        run.interaction, problem = _interact(page)
+        if problem:
+            run.failures.append(problem)
+        later = judge(_evaluate(page, _SNAPSHOT_JS))[0] + figure_layout_problems(page)
+        run.failures += [f for f in dict.fromkeys(later) if f not in run.failures]
+        mark("interact")
+
+
+def _stall_failure(page: Any, watchdog: _Watchdog, error: Exception, run_timeout_s: float) -> str:
+    """Say how the run stalled: the watchdog's phase, else (the page still answers) the cells still running."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    where = watchdog.fired or "the page did not answer"
+    if not watchdog.fired:
+        watchdog.arm("was asked which cells still run", 15)
+        try:  # the page still answers: the kernel is the slow one, so name the cells still running
+            snap = _evaluate(page, _SNAPSHOT_JS)
+            busy = [_cell_name(c) for c in snap.get("cells", []) if "*" in c.get("prompt", "")]
+            where = f"still running: {busy or 'no cell marked [*]'}"
+        except PlaywrightError:
+            where = watchdog.fired or "the page did not answer"
+    return (f"the page or the kernel stalled: the notebook did not open, run (limit {run_timeout_s:.0f}s) "
+            f"and render in time; {where} ({first})")
+
+
+def _screenshot(page: Any, run: NotebookRun, stalled: bool, watchdog: _Watchdog) -> None:
+    """Save the run's screenshot under out/browser (the visible part only, fast, when the page stalled)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    run.screenshot = OUT_DIR / (Path(run.path).stem + ".png")
+    watchdog.arm("was screenshotted", 60)
+    try:
+        if stalled:
+            page.screenshot(path=str(run.screenshot), timeout=3_000)  # a killed renderer: fail fast
+        else:
+            _full_page_screenshot(page, run.screenshot)
+    except PlaywrightError as e:
+        run.screenshot = None
+        if not stalled:
+            run.failures.append(f"could not take the screenshot: {str(e).splitlines()[0]}")
+
+
+def _release(browser: Any, page: Any, server: LabServer, stalled: bool) -> None:
+    """Close the notebook and its kernel; keep the page for the next notebook unless it stalled."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    kept = False
+    if not stalled:
+        try:  # close the notebook (unsaved outputs are dropped, no dialog) and keep the page for the next one
+            _evaluate(page, _CLOSE_ALL_JS)
+            kept = True
+        except PlaywrightError:
+            kept = False
+    server.shutdown_sessions()
+    if kept:
+        page.wait_for_timeout(500)  # let the closed kernel's last messages land before the next notebook
+        _PAGES[id(browser)] = page
+        return
+    try:
+        page.close()
+    except PlaywrightError:  # its renderer was killed by the watchdog
+        pass
+
+
 def run_notebook(
     browser: Any, server: LabServer, rel_path: str, *, interact: bool = True, run_timeout_s: float = RUN_TIMEOUT_S
 ) -> NotebookRun:
     """Open ``rel_path`` (relative to the repo) in JupyterLab, run all cells via the menu, judge the result.
 
     The first notebook boots JupyterLab in a new page; later ones open in that page (``docmanager:open``) once the
-    previous notebook is closed, unless a stall killed the page.
+    previous notebook is closed, unless a stall killed the page. Each runs in JupyterLab's default layout
+    (``VIEWPORT``, the file browser open), where its figures must be readable.
 
     ``run_timeout_s`` bounds opening plus running all cells; past it (a frozen page, a hung kernel) the run
     fails as stalled.
@@ -632,12 +852,7 @@ def run_notebook(
     digest = hashlib.sha256(nb_file.read_bytes()).hexdigest()
     log_offset = server.log_size()
     console: list[str] = []
-    page = _PAGES.pop(id(browser), None)
-    if page is not None and page.is_closed():
-        page = None
-    reuse = page is not None
-    if page is None:
-        page = _context(browser).new_page()
+    page, reuse = _page_for(browser)
 
     def on_console(m: Any) -> None:
         if m.type == "error":
@@ -655,72 +870,16 @@ def run_notebook(
         run.stages[name] = round(now - stage[0], 1)
         stage[0] = now
 
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", rel_path).strip("-").lower()
     stalled = False
     watchdog = _Watchdog()
     try:
         try:
-            watchdog.arm("opened the notebook and started its kernel", 150)
-            if reuse:  # JupyterLab is already up in this page (booting it costs ~5 s): open the notebook in it
-                page.evaluate("(p) => { window.jupyterapp.commands.execute('docmanager:open', {path: p}); return 1; }",
-                              rel_path)
-            else:
-                page.goto(f"{server.url}lab/workspaces/{slug}/tree/{rel_path}?reset", wait_until="domcontentloaded")
-            page.wait_for_function(_KERNEL_IDLE_JS, timeout=120_000, polling=250)
-            mark("open")
-            watchdog.arm("ran all cells", run_timeout_s + 5)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            run_all = page.locator(".lm-Menu-item:visible .lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))
-            run_all.click(no_wait_after=True)
-            page.wait_for_function(_RUN_DONE_JS, timeout=run_timeout_s * 1000, polling=500)
-            mark("run")
-            watchdog.arm("rendered the outputs and reacted to a control", RENDER_SETTLE_S + 2 * INTERACT_TIMEOUT_S + 60)
-            deadline = time.monotonic() + RENDER_SETTLE_S
-            while True:
-                snap = _evaluate(page, _SNAPSHOT_JS)
-                failures, pending = judge(snap)
-                if not pending or time.monotonic() > deadline:
-                    break
-                page.wait_for_timeout(500)
-            run.failures += failures
-            cells = snap.get("cells", [])
-            run.cells = len(cells)
-            run.plots = sum(1 for c in cells for p in c["plots"] if p["drawn"] and p["traces"])
-            mark("render")
-            if interact:
-                run.interaction, problem = _interact(page)
-                if problem:
-                    run.failures.append(problem)
-                run.failures += [f for f in judge(_evaluate(page, _SNAPSHOT_JS))[0] if f not in run.failures]
-                mark("interact")
+            _open_and_run(page, server, rel_path, reuse, run_timeout_s, watchdog, mark)
+            _judge_page(page, run, interact, watchdog, mark)
         except PlaywrightError as e:
             stalled = True
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            where = watchdog.fired or "the page did not answer"
-            if not watchdog.fired:
-                watchdog.arm("was asked which cells still run", 15)
-                try:  # the page still answers: the kernel is the slow one, so name the cells still running
-                    snap = _evaluate(page, _SNAPSHOT_JS)
-                    busy = [_cell_name(c) for c in snap.get("cells", []) if "*" in c.get("prompt", "")]
-                    where = f"still running: {busy or 'no cell marked [*]'}"
-                except PlaywrightError:
-                    where = watchdog.fired or "the page did not answer"
-            run.failures.append(
-                f"the page or the kernel stalled: the notebook did not open, run (limit {run_timeout_s:.0f}s) "
-                f"and render in time; {where} ({first})"
-            )
-        OUT_DIR.mkdir(parents=True, exist_ok=True)
-        run.screenshot = OUT_DIR / (Path(rel_path).stem + ".png")
-        watchdog.arm("was screenshotted", 60)
-        try:
-            if stalled:
-                page.screenshot(path=str(run.screenshot), timeout=3_000)  # a killed renderer: fail fast
-            else:
-                _full_page_screenshot(page, run.screenshot)
-        except PlaywrightError as e:
-            run.screenshot = None
-            if not stalled:
-                run.failures.append(f"could not take the screenshot: {str(e).splitlines()[0]}")
+            run.failures.append(_stall_failure(page, watchdog, e, run_timeout_s))
+        _screenshot(page, run, stalled, watchdog)
         mark("screenshot")
     finally:
         watchdog.cancel()
@@ -728,23 +887,7 @@ def run_notebook(
         # send widget sync message") is the test's doing, not something a learner sees.
         page.remove_listener("console", on_console)
         page.remove_listener("pageerror", on_error)
-        kept = False
-        if not stalled:
-            try:  # close the notebook (unsaved outputs are dropped, no dialog) and keep the page for the next one
-                _evaluate(page, _CLOSE_ALL_JS)
-                kept = True
-            except PlaywrightError:
-                kept = False
-        server.shutdown_sessions()
-        if kept:
-            page.wait_for_timeout(500)  # let the closed kernel's last messages land before the next notebook
-        if kept:
-            _PAGES[id(browser)] = page
-        else:
-            try:
-                page.close()
-            except PlaywrightError:  # its renderer was killed by the watchdog
-                pass
+        _release(browser, page, server, stalled)
     run.failures += _console_failures(console)
     kernel_log = server.log_since(log_offset)
     if "Traceback (most recent call last)" in kernel_log:

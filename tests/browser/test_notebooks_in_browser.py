@@ -3,7 +3,8 @@
 nbval proves that cells execute; this proves they render: no traceback or error output, every plotly
 figure drawn with data, every widget rendered (no "Loading widget..." / "Error displaying widget" / error
 view), no console errors from the page's own code, and one control per notebook (a slider, else a
-dropdown) that changes a figure's data. A full-page screenshot of each notebook goes to out/browser/.
+dropdown) that changes a figure's data, and every figure readable in JupyterLab's default layout (no text cut off
+at its edges, no two texts over each other). A full-page screenshot of each notebook goes to out/browser/.
 
 The planted-fault fixtures (tests/browser/fixtures/) go through the same ``run_notebook`` judgement and must
 fail it, each for its own reason. The pass path (figures with data, a control that moves a figure) is the real
@@ -54,6 +55,17 @@ def test_planted_fault_fails_the_check(fixture, expected, lab_server, browser, r
     print(_report(run))
     assert run.failures, f"the planted fault in {fixture} went unnoticed:\n{_report(run)}"
     assert any(expected in f for f in run.failures), f"expected a failure containing {expected!r}:\n{_report(run)}"
+
+
+def test_planted_layout_faults_fail_the_check(lab_server, browser, record_run):
+    """Fail a figure with a note cut off at its edges and two notes drawn over each other, naming each."""
+    run = run_notebook(browser, lab_server, f"{FIXTURES}/fault_figure_layout.ipynb", interact=False)
+    record_run(run)
+    print(_report(run))
+    assert any('the note "a note far too long' in f and "is cut off at the figure's edge" in f
+               for f in run.failures), _report(run)
+    assert any('the note "first note, same place" and the note "second note, same place" are drawn over each other'
+               in f for f in run.failures), _report(run)
 
 
 def test_planted_stall_fails_instead_of_hanging(lab_server, browser, record_run):
