@@ -133,7 +133,7 @@ def test_exercise_reports_a_syntax_error_in_the_learners_string():
 
 
 def test_solution_matches_the_registered_variant():
-    from workbench.drills import load_function
+    from workbench.practice.exercises import load_function
 
     ex = wb.exercise("rmsnorm-reduction-kernel")
     fn = load_function(ex.solution_file, "rmsnorm")

@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 import workbench as wb
-from workbench.drills import Exercise, load_function
+from workbench.practice.exercises import Exercise, load_function
 
 IDS = wb.exercises()
 

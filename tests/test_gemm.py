@@ -287,7 +287,7 @@ GEMM_EXERCISES = ["gemm-smem-tiling", "gemm-register-blocking", "gemm-triton-gro
 
 @pytest.mark.parametrize("ex_id", GEMM_EXERCISES)
 def test_exercise_starter_fails_helpfully_and_solution_passes(ex_id, capsys):
-    from workbench.drills import load_function
+    from workbench.practice.exercises import load_function
 
     ex = wb.exercise(ex_id)
     starter = load_function(ex.starter_file, ex.entry)

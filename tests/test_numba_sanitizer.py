@@ -23,7 +23,7 @@ import workbench as wb
 from tests.conftest import ROOT, requires_cpu_mode, subprocess_env
 from workbench._sanitize import sanitizing
 from workbench.cuda.errors import MemcheckError, RaceError, SanitizerError, UninitializedError
-from workbench.drills import exercise, exercises, load_function
+from workbench.practice.exercises import exercise, exercises, load_function
 
 pytestmark = requires_cpu_mode
 

@@ -122,7 +122,7 @@ EXERCISES = ["softmax-warp-shuffle", "softmax-online", "softmax-triton-row"]
 
 @pytest.mark.parametrize("ex_id", EXERCISES)
 def test_exercise_solution_passes_and_starter_fails(ex_id, capsys):
-    from workbench.drills import load_function
+    from workbench.practice.exercises import load_function
 
     ex = wb.exercise(ex_id)
     if "cuda" in ex_id or "shuffle" in ex_id:

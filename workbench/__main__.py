@@ -88,9 +88,9 @@ def run_bench(op: str | None, quick: bool, out: Path | None, command: str, inclu
     In cpu mode only torch runs natively; emulated variants are checked but timed only with ``include_emulated``
     (their times measure the emulator, and are labelled so). Each record line and note prints as it happens,
     under a bar of the (op, variant, dtype) steps done, the one running and an ETA (``progress``; see
-    :mod:`workbench.progress`).
+    :mod:`workbench.progressbar`).
     """
-    from workbench import progress as pg
+    from workbench import progressbar as pg
     from workbench.checker import check
     from workbench.timer import bench
 

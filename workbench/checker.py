@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from workbench.progress import track as progress_track
+from workbench.progressbar import track as progress_track
 from workbench.registry import (
     Op,
     OpError,
@@ -399,7 +399,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     input case of the op (softmax adds -inf/overflow rows and NaN inputs), each on the shapes the op's
     ``case_shapes`` picks for it (all, unless a case is costly); cases passed explicitly run on every shape.
     ``quick`` checks only the first dtype and one seed (all shapes and cases). Returns a :class:`CheckReport`
-    (truthy when everything passed). ``progress`` shows a bar of the cases (None: :func:`workbench.progress.enabled`
+    (truthy when everything passed). ``progress`` shows a bar of the cases (None: :func:`workbench.progressbar.enabled`
     decides; ``WORKBENCH_PROGRESS=0`` hides it).
     """
     if isinstance(fn, Variant):

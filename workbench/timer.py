@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from workbench._mode import MODE
-from workbench.progress import bar as progress_bar
-from workbench.progress import counted
+from workbench.progressbar import bar as progress_bar
+from workbench.progressbar import counted
 from workbench.registry import Variant, as_dtype, dtype_name, get_op, make_inputs
 
 # Passed checks: (op, dtype, id of the function, fingerprint of its code and kernels) -> the function, kept alive so
@@ -192,7 +192,7 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
     The record follows ``results/README.md``: op, variant, shape, dtype, time_ms with p20/p80, FLOPs and bytes,
     TFLOP/s, GB/s and % of the device's peak (None when emulated), device, versions, date and command.
     A kernel that fails the checker is not timed: this raises instead. ``progress`` shows bars for the check
-    and, in cpu mode, the emulated timing calls (None: :func:`workbench.progress.enabled` decides).
+    and, in cpu mode, the emulated timing calls (None: :func:`workbench.progressbar.enabled` decides).
     """
     from workbench.checker import check as run_check
     from workbench.versions import device_info, versions

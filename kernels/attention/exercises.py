@@ -1,6 +1,6 @@
 """attention exercises: FlashAttention's online-softmax update in Triton, then causal tile skipping and masking."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 # Sk = 17 and 40 take 2 and 3 key tiles of 16. The largest case has B, H > 1 so the checker's pattern guess looks at
 # the values, not at a size-1 batch dimension. About 1.5 s per check under the interpreter.

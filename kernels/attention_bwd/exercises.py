@@ -1,6 +1,6 @@
 """attention_bwd exercises: the dK/dV step of a FlashAttention backward in Triton."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 # Sq, Sk in {1, 17, 40}: 1 to 3 tiles of 16 each way, causal with Sq = Sk, Sq < Sk and Sq > Sk. fp32 only: the
 # backward runs two kernels, ~0.5 s per case under the interpreter, so fp16 would double a ~3 s check. The largest

@@ -1,6 +1,6 @@
 """gemm exercises: shared-memory tiling and register blocking in Numba, grouped program order in Triton."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 SMALL = [{"M": 9, "N": 18, "K": 20}, {"M": 9, "N": 18, "K": 5}]  # ragged; K = 5 < one 16-wide tile
 

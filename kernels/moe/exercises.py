@@ -1,6 +1,6 @@
 """moe exercises: the align-block-size counting sort, the fused SiLU-and-mul epilogue, the weighted top-k combine."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 ALIGN_SHAPES = [{"T": 1, "top_k": 2, "E": 8, "block": 16},  # most experts get no slot: no block at all
                 {"T": 17, "top_k": 4, "E": 60, "block": 16},

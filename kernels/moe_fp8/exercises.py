@@ -1,6 +1,6 @@
 """moe_fp8 exercise: requantize the SwiGLU output in the gate/up epilogue (DeepSeek-V3's 1x128 groups)."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 # Tiny problems (the interpreter costs ~1 ms per program); I = 136: two groups along I, the second ragged.
 SHAPES = [{"T": 1, "d": 16, "I": 16, "E": 4, "top_k": 2},

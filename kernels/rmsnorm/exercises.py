@@ -1,6 +1,6 @@
 """rmsnorm exercise: the row sum of squares as a cupy.ReductionKernel (the CuPy rung's kernel generator)."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 register_exercise(
     "rmsnorm-reduction-kernel",

@@ -1,6 +1,6 @@
 """softmax exercises: a warp-shuffle reduction in CUDA C, the online-softmax recurrence, a fused Triton row."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 SMALL = [{"M": 1, "N": 1}, {"M": 5, "N": 33}, {"M": 3, "N": 1025}]
 

@@ -1,6 +1,6 @@
 """vecadd exercises: a Triton kernel with a mask, and a Numba launch grid that covers the tail."""
 
-from workbench.drills import register_exercise
+from workbench.practice.exercises import register_exercise
 
 register_exercise(
     "vecadd-triton",

@@ -9,7 +9,7 @@ import pytest
 
 import workbench as wb
 from tests.conftest import requires_cpu_mode
-from workbench import progress
+from workbench import progressbar as progress
 from workbench.checker import CheckReport
 
 
