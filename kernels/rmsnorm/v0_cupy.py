@@ -21,6 +21,8 @@ EPS = 1e-6
 @register("rmsnorm", "cupy_array", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: square, mean, rsqrt, two multiplies: an [M,N] pass per call.")
 def cupy_array(x: torch.Tensor, w: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    if x.numel() == 0:  # M or N is 0: an empty result, as torch gives (numpy's max has no identity)
+        return empty_like(x)
     a = cp.from_torch(x).astype(cp.float32, copy=False)  # fp32 math: fp16 squares overflow past |x| = 256
     ms = cp.mean(a * a, axis=1, keepdims=True)  # square (a pass), then the row means (a pass)
     y = a * (1.0 / cp.sqrt(ms + np.float32(eps)))  # [M,1] math is cheap; the multiply is a pass
@@ -44,6 +46,8 @@ _scale = cp.ElementwiseKernel(
 @register("rmsnorm", "cupy_reduction", backend="cupy", supports=cp.why_unavailable,
           idea="cupy.ReductionKernel for each row's sum of squares, then one ElementwiseKernel scales x by rsqrt * w.")
 def cupy_reduction(x: torch.Tensor, w: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    if x.numel() == 0:  # M or N is 0: an empty result, as torch gives (numpy's max has no identity)
+        return empty_like(x)
     out = empty_like(x)
     a, y = cp.from_torch(x), cp.from_torch(out)
     ss = _sum_squares(a, axis=1)  # [M] float32

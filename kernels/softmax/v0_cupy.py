@@ -25,6 +25,8 @@ from workbench.registry import as_dtype
 @register("softmax", "cupy_unfused", backend="cupy", supports=cp.why_unavailable,
           idea="CuPy array code: max, subtract, exp, sum, divide: five kernels, five passes over memory.")
 def cupy_unfused(x: torch.Tensor) -> torch.Tensor:
+    if x.numel() == 0:  # M or N is 0: an empty result, as torch gives (numpy's max has no identity)
+        return empty_like(x)
     a = cp.from_torch(x).astype(cp.float32, copy=False)  # fp16 in, fp32 math (one more pass), like torch
     with np.errstate(invalid="ignore"):  # an all -inf row gives (-inf) - (-inf) = NaN, as torch (numpy warns)
         m = a.max(axis=1, keepdims=True)  # pass 1: read x,      write the row maxima [M,1]
@@ -62,6 +64,8 @@ _normalise = cp.ElementwiseKernel(
 @register("softmax", "cupy_reduction", backend="cupy", supports=cp.why_unavailable,
           idea="cupy.ReductionKernel for the row max and the row sum of exp, an ElementwiseKernel to normalise.")
 def cupy_reduction(x: torch.Tensor) -> torch.Tensor:
+    if x.numel() == 0:  # M or N is 0: an empty result, as torch gives (numpy's max has no identity)
+        return empty_like(x)
     out = empty_like(x)
     a, y = cp.from_torch(x), cp.from_torch(out)
     m = _row_max(a, axis=1)[:, None]  # [M,1]: broadcasts along each row below
@@ -86,6 +90,8 @@ def _divide_exp(x, m, s):
 @register("softmax", "cupy_fuse", backend="cupy", supports=cp.why_unavailable,
           idea="cupy.fuse: exp(x - max) summed in one fused kernel and normalised in another (3 kernels in all).")
 def cupy_fuse(x: torch.Tensor) -> torch.Tensor:
+    if x.numel() == 0:  # M or N is 0: an empty result, as torch gives (numpy's max has no identity)
+        return empty_like(x)
     a = cp.from_torch(x)
     with np.errstate(invalid="ignore"):  # all -inf rows give NaN, as torch (numpy warns; cupy does not)
         m = a.max(axis=1, keepdims=True).astype(cp.float32, copy=False)  # a reduction kernel; fp32 so x - m is fp32

@@ -191,7 +191,9 @@ class ReductionKernel:
               "  _sdata[_tid] = REDUCE(_a, _b); \\\n}\n")
         b.add_snippet("reduce_type", self.reduce_type, "typedef {} _type_reduce;")
         b.add(f'extern "C" __global__ void {self.name}({self._params(ins, outs, in_ndim, out_ndim)}) {{')
-        b.add(f"  __shared__ char _sdata_raw[{block} * sizeof(_type_reduce)];\n"
+        # cupy declares a plain char array; __align__ makes the cast to _type_reduce* aligned wherever the compiler
+        # places it (the CPU engine's memcheck reports the misaligned float loads of an odd placement).
+        b.add(f"  __shared__ __align__(16) char _sdata_raw[{block} * sizeof(_type_reduce)];\n"
               "  _type_reduce *_sdata = reinterpret_cast<_type_reduce*>(_sdata_raw);\n"
               "  unsigned int _tid = threadIdx.x;\n"
               "  IndexT _J_offset = _tid >> __popc(_block_stride - 1);  // _tid / _block_stride\n"
