@@ -176,6 +176,8 @@ MISTAKES = [
     ("attention-causal-skip", "no mask inside the tiles that straddle the diagonal",
      [('            s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float("inf"))', "            s = s")],
      "causal_diagonal"),
+    ("rmsnorm-reduction-kernel", "the map without the square: a row sum of x, not of x * x",
+     [('"(float)x * (float)x"', '"x"')], "computed_nan"),
     ("attention-bwd-dkdv", "dK without the softmax scale",
      [('dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee") * scale',
        'dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee")')], "scale"),

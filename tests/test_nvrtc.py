@@ -59,7 +59,10 @@ def _softmax_and_small() -> list[Build]:
            Build("kernels/rmsnorm/rmsnorm.cu", (), tuple(f"rmsnorm_{s}" for s in SFX)),
            Build("kernels/moe_align/moe_align.cu", (), ("moe_align_count", "moe_align_scatter")),
            Build("kernels.softmax.ex_warp_solution:SOURCE", (), ("softmax_warp",)),
-           Build("kernels.softmax.ex_warp_starter:SOURCE", (), ("softmax_warp",))]  # what learners start from
+           Build("kernels.softmax.ex_warp_starter:SOURCE", (), ("softmax_warp",)),  # what learners start from
+           # known-wrong kernels: their bug must be the one they teach, not a compile error on the GPU
+           Build("kernels/vecadd/wrong_vecadd.cu", (), ("vecadd_unguarded_f32",)),
+           Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",))]
     for stem in ("naive", "online", "warp", "block", "vec", "rows"):
         base = f"softmax_{stem}"
         out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in _cuda.SUFFIX.values())))

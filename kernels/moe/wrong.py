@@ -9,8 +9,10 @@ On a GPU which program is last changes from run to run; the interpreter runs pro
 always the expert with the highest id. With top_k = 1 (the check shape T=9, top_k=1) there is nothing to sum and
 the kernel passes.
 
-What the checker says, honestly: ``scattered``. Every element of a token's row is off by the missing experts'
-contributions, a different amount per element: no tail, tile or constant-factor pattern.
+What the checker says: ``race``. Under the checker the Triton interpreter records every program's stores, and
+top_k programs of one launch store to the same output element without an atomic (a WAW hazard), which it reports
+with both programs and the line. Without that check the values alone would say ``scattered``: every element of a
+token's row is off by the missing experts' contributions, a different amount per element.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def down_store_kernel(a_ptr, w2_ptr, out_ptr, weight_ptr, sorted_ptr, expert_ptr
              mask=valid[:, None] & (cols[None, :] < d))
 
 
-@register("moe", "wrong_combine_store", backend="triton", expected_diagnosis="scattered", dtypes=("float32",),
+@register("moe", "wrong_combine_store", backend="triton", expected_diagnosis="race", dtypes=("float32",),
           idea="KNOWN WRONG: the combine stores each slot's row instead of atomically adding the top_k of them.")
 def wrong_combine_store(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                         renormalize: bool = True) -> torch.Tensor:
