@@ -320,7 +320,7 @@ def test_generated_reduction_code_has_cupys_shape():
                  "CIndexer<2, 1> _in_ind, CIndexer<1, 1> _out_ind, const int _block_stride",
                  "_type_reduce _s = _type_reduce(0);", "const T x = _raw_x[_in_ind.get()];",
                  "_type_reduce _a = static_cast<_type_reduce>(x * x);", "T &y = _raw_y[_out_ind.get()];",
-                 "__shared__ char _sdata_raw[512 * sizeof(_type_reduce)];"):
+                 "__shared__ __align__(16) char _sdata_raw[512 * sizeof(_type_reduce)];"):
         assert part in code, part
 
 
