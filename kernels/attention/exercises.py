@@ -34,7 +34,7 @@ kernel that never stores S moves ~60x fewer bytes.
 **How.** One program owns a tile of `BLOCK_M = 16` query rows (grid: query tiles x B*H) and walks over K and V in
 tiles of `BLOCK_N = 16` keys, keeping per row a running max `m_i`, a running sum `l_i` of `exp(s - m_i)` and an
 accumulator `acc` of `exp(s - m_i) * v`. At the end `o = acc / l_i`. This is the online softmax of notebook 02
-(section 4, and exercise `softmax-online`), with a row of V riding along with each weight.
+(section 5, and exercise `softmax-online`), with a row of V riding along with each weight.
 
 **Your part.** When a key tile raises a row's max from `m_i` to `m_new`, `l_i` and `acc` still hold terms weighted
 by `exp(s - m_i)`, while the new tile's `p` is `exp(s - m_new)`. Fix the update at the TODO so both are rescaled
