@@ -92,6 +92,7 @@ class Metric:
     compute: Callable[[dict[str, float]], float | None] | None = None
     from_ncu: Callable[[dict[str, float]], float | None] | None = None
     group: str = ""
+    detail: bool = False  # shown by report(detail=True) only
 
     def good_text(self, m: dict[str, float]) -> str:
         """Return what a good value is, given the profile's metrics (some depend on the access widths seen)."""
@@ -110,11 +111,13 @@ def register_metric(key: str, label: str, meaning: str, good: Good = "", *, kind
                     ncu: bool = False, aliases: tuple[str, ...] = (), better: str | None = None,
                     compute: Callable[[dict[str, float]], float | None] | None = None,
                     from_ncu: Callable[[dict[str, float]], float | None] | None = None,
-                    group: str = "") -> Metric:
+                    group: str = "", detail: bool = False) -> Metric:
     """Declare a metric (a backend's own counter, or a derived figure); the report lists them in this order.
 
     Re-registering a key replaces it (module reloads). ``label`` and ``aliases`` are names :func:`resolve` (and
-    exercise budgets) accept besides the key; they must not name another metric.
+    exercise budgets) accept besides the key; they must not name another metric. ``group`` gathers rows in the
+    report (a group whose counters are all zero is left out; ``"hidden"``: never shown); ``detail`` rows show only
+    in ``report(detail=True)``.
     """
     if kind not in ("sum", "derived"):
         raise ValueError(f"register_metric({key!r}): kind must be 'sum' or 'derived', got {kind!r}")
@@ -122,7 +125,7 @@ def register_metric(key: str, label: str, meaning: str, good: Good = "", *, kind
         raise ValueError(f"register_metric({key!r}): a derived metric needs compute=")
     if fmt not in ("int", "ratio", "fraction", "bytes", "float"):
         raise ValueError(f"register_metric({key!r}): fmt must be int, ratio, fraction, bytes or float, got {fmt!r}")
-    m = Metric(key, label, meaning, good, kind, fmt, ncu, tuple(aliases), better, compute, from_ncu, group)
+    m = Metric(key, label, meaning, good, kind, fmt, ncu, tuple(aliases), better, compute, from_ncu, group, detail)
     for name in (key, label, *aliases):
         owner = _NAMES.get(_norm(name))
         if owner is not None and owner != key:
@@ -172,103 +175,90 @@ def _sectors_good(op: str) -> Good:
     return good
 
 
-_WIDTH_NOTE = "32 lanes x 4 B = 128 B = 4 sectors"
-
-
 def _define_catalogue() -> None:
     """Declare the CUDA-side metrics (Nsight Compute names) and the backend-neutral totals."""
     R = register_metric
     for op, word in (("ld", "load"), ("st", "store")):
         R(f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum", f"global {word} requests",
-          f"warp-level global {word} instructions: one per warp with at least one active lane at the {word}",
-          "as few as the data allows: a float4 access moves 4x the bytes per request", ncu=True,
+          f"warp-level global {word} instructions (a warp with no active lane there makes none)",
+          "fewer: one float4 request moves 4x the bytes of a float one", ncu=True,
           aliases=(f"global {word} instructions",), better="lower", group="global")
         R(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum", f"global {word} sectors",
-          f"32-byte segments of global memory the {word} requests touch (each counted once per request)",
-          f"bytes requested / 32 when accesses are coalesced ({_WIDTH_NOTE} per request)", ncu=True,
-          aliases=(f"{word} sectors",), better="lower", group="global")
-        R(f"smsp__sass_data_bytes_mem_global_op_{op}.sum", f"global {word} bytes requested",
-          "bytes the active lanes asked for (lane x width, repeats included)", "", ncu=True, group="global")
-        R(f"smsp__sass_thread_inst_executed_op_global_{op}_pred_on.sum", f"global {word} lanes",
-          f"thread-level global {word}s: active lanes summed over the requests", "", ncu=True, group="global")
-        R(f"wb__global_ideal_sectors_op_{op}.sum", f"ideal global {word} sectors",
-          "sectors the same requests would touch if each one's active lanes read consecutive, aligned addresses "
-          "(capped at the real count)", "", group="global")
+          f"32-byte segments the {word} requests touch (each counted once per request)",
+          "bytes requested / 32 (a warp's 32 consecutive floats: 4)", ncu=True, aliases=(f"{word} sectors",),
+          better="lower", group="global")
         R(f"l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_{op}.ratio", f"sectors per {word} request",
-          f"global {word} sectors / requests: how many 32-byte segments one warp-wide {word} touches",
-          _sectors_good(op), kind="derived", fmt="ratio", ncu=True, better="lower", group="global",
-          aliases=(f"global {word} sectors per request",),
+          f"global {word} sectors / requests (coalescing)", _sectors_good(op), kind="derived", fmt="ratio", ncu=True,
+          better="lower", group="global", aliases=(f"global {word} sectors per request",),
           compute=_ratio(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum",
                          f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"))
         R(f"wb__global_{word}_efficiency.ratio", f"global {word} efficiency",
-          f"bytes requested / bytes in the sectors touched (ncu: smsp__sass_average_data_bytes_per_sector_mem_"
-          f"global_op_{op}.pct, as a percentage); above 1 when lanes share bytes (a broadcast)",
-          ">= 0.9; 0.125 = each 4-byte lane alone in its 32-byte sector", kind="derived", fmt="fraction",
-          better="higher", group="global",
+          f"bytes requested / bytes in the sectors touched (ncu shows it x100 as smsp__sass_average_data_bytes_per_"
+          f"sector_mem_global_op_{op}.pct); above 1: lanes share bytes", ">= 0.9 (0.125: a 4-byte lane per sector)",
+          kind="derived", fmt="fraction", better="higher", group="global",
           compute=lambda m, op=op: _div(m.get(f"smsp__sass_data_bytes_mem_global_op_{op}.sum"),
                                         _mul(m.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"), 32)))
         R(f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.pct", f"global {word} efficiency (%)",
-          f"Nsight Compute's form of the global {word} efficiency: 100 x bytes requested / bytes in sectors",
-          "> 90", kind="derived", fmt="float", ncu=True, group="hidden",
-          compute=lambda m, word=word: _mul(m.get(f"wb__global_{word}_efficiency.ratio"), 100))
+          f"100 x global {word} efficiency (Nsight Compute's form)", "> 90", kind="derived", fmt="float", ncu=True,
+          group="hidden", compute=lambda m, word=word: _mul(m.get(f"wb__global_{word}_efficiency.ratio"), 100))
         R(f"wb__global_{word}_bytes.sum", f"global {word} bytes",
-          f"bytes moved by global {word}s: 32 x sectors (CUDA C; ncu: l1tex__t_bytes_pipe_lsu_mem_global_op_{op}.sum)"
-          f"; bytes requested by unmasked lanes (Triton)", "close to the bytes the op must move", better="lower",
-          group="global", from_ncu=lambda m, op=op: m.get(f"l1tex__t_bytes_pipe_lsu_mem_global_op_{op}.sum"),
-          fmt="bytes")
+          f"bytes global {word}s move: 32 x sectors for CUDA C (ncu: l1tex__t_bytes_pipe_lsu_mem_global_op_{op}.sum),"
+          " bytes of unmasked lanes for Triton", "", better="lower", fmt="bytes", group="global",
+          from_ncu=lambda m, op=op: m.get(f"l1tex__t_bytes_pipe_lsu_mem_global_op_{op}.sum"))
+        R(f"smsp__sass_data_bytes_mem_global_op_{op}.sum", f"global {word} bytes requested",
+          "bytes the active lanes ask for (lanes x width, repeats included)", "", ncu=True, fmt="bytes",
+          group="global", detail=True)
+        R(f"smsp__sass_thread_inst_executed_op_global_{op}_pred_on.sum", f"global {word} lanes",
+          f"thread-level global {word}s (active lanes over all requests)", "", ncu=True, group="global", detail=True)
+        R(f"wb__global_ideal_sectors_op_{op}.sum", f"ideal global {word} sectors",
+          "sectors the same requests would need at consecutive aligned addresses (at most the real count)", "",
+          group="global", detail=True)
     R("wb__global_bytes.sum", "global bytes",
-      "global load + store bytes (see those rows): compare with the op's compulsory bytes (traffic amplification)",
-      "close to the compulsory bytes (each input read once, the output written once)", kind="derived", fmt="bytes",
+      "global load + store bytes; against the op's compulsory bytes: the traffic amplification",
+      "close to the compulsory bytes (inputs read once, output written once)", kind="derived", fmt="bytes",
       better="lower", group="global", aliases=("global traffic",),
       compute=lambda m: _get(m, "wb__global_load_bytes.sum", "wb__global_store_bytes.sum"))
     for op, word in (("ld", "load"), ("st", "store")):
         R(f"smsp__inst_executed_op_shared_{op}.sum", f"shared {word} requests",
-          f"warp-level shared-memory {word} instructions (one per warp with an active lane at the {word})", "",
-          ncu=True, group="shared", aliases=(f"shared {word} instructions",))
+          f"warp-level shared-memory {word} instructions", "", ncu=True, group="shared",
+          aliases=(f"shared {word} instructions",))
         R(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum", f"shared {word} wavefronts",
-          f"passes of the 32 banks the shared {word}s need (32 banks x 4 bytes; a bank serves one 4-byte word per "
-          "pass)", f"= shared {word} requests (x2 for 8-byte, x4 for 16-byte accesses)", ncu=True,
-          better="lower", group="shared")
+          "passes through the 32 banks (each serves one 4-byte word per pass, to any number of lanes)",
+          "= requests (x2 for 8-byte, x4 for 16-byte accesses)", ncu=True, better="lower", group="shared")
         R(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", f"shared {word} bank conflicts",
-          "wavefronts beyond the minimum (one per request; one per half-warp for 8-byte and per quarter-warp for "
-          "16-byte accesses): extra passes because lanes hit different words of one bank", "0", ncu=True,
-          better="lower", group="shared")
-        R(f"smsp__sass_data_bytes_mem_shared_op_{op}.sum", f"shared {word} bytes requested",
-          "bytes the active lanes asked for", "", ncu=True, group="shared")
-        R(f"smsp__sass_thread_inst_executed_op_shared_{op}_pred_on.sum", f"shared {word} lanes",
-          f"thread-level shared {word}s: active lanes summed over the requests", "", ncu=True, group="shared")
+          "wavefronts beyond one per request (per half-warp for 8-byte, per quarter-warp for 16-byte accesses)",
+          "0", ncu=True, better="lower", group="shared")
         R(f"wb__shared_wavefronts_per_request_op_{op}.ratio", f"wavefronts per shared {word} request",
-          f"shared {word} wavefronts / requests: 32 = a 32-way bank conflict (a column of a 32x32 float tile)",
-          "1 for 4-byte accesses (2 for 8-byte, 4 for 16-byte)", kind="derived", fmt="ratio", better="lower",
-          group="shared",
+          f"shared {word} wavefronts / requests (32: a column of a 32x32 float tile)", "1 (2 for 8-byte, 4 for "
+          "16-byte accesses)", kind="derived", fmt="ratio", better="lower", group="shared",
           compute=_ratio(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum",
                          f"smsp__inst_executed_op_shared_{op}.sum"))
+        R(f"smsp__sass_data_bytes_mem_shared_op_{op}.sum", f"shared {word} bytes requested",
+          "bytes the active lanes ask for", "", ncu=True, fmt="bytes", group="shared", detail=True)
+        R(f"smsp__sass_thread_inst_executed_op_shared_{op}_pred_on.sum", f"shared {word} lanes",
+          f"thread-level shared {word}s (active lanes over all requests)", "", ncu=True, group="shared", detail=True)
     R("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "shared bank conflicts",
-      "shared load + store bank conflicts", "0 (pad the tile: [32][33] instead of [32][32])", kind="derived",
-      ncu=True, better="lower", group="shared", aliases=("bank conflicts",),
+      "shared load + store bank conflicts", "0 (pad a 32-wide tile to 33 columns)", kind="derived", ncu=True,
+      better="lower", group="shared", aliases=("bank conflicts",),
       compute=lambda m: _get(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"))
+    R("wb__global_atomics.sum", "global atomics", "thread-level global atomic operations",
+      "one per block or warp, not one per element", better="lower", group="sync")
     R("wb__global_atomic_requests.sum", "global atomic requests",
-      "warp-level global atomic instructions (ncu splits them: ..._op_atom when the result is used, ..._op_red "
-      "when not; gpu mode adds the two)", "few: reduce in registers or shared memory first", better="lower",
-      group="sync", from_ncu=lambda m: _get(m, "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
-                                            "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"))
-    R("wb__global_atomics.sum", "global atomics", "thread-level global atomic operations (active lanes)",
-      "one per block or per warp, not one per element", better="lower", group="sync")
-    R("smsp__inst_executed_op_shared_atom.sum", "shared atomic requests", "warp-level shared-memory atomics", "",
-      ncu=True, group="sync")
+      "warp-level global atomics (ncu: ..._op_atom + ..._op_red requests)", "", better="lower", group="sync",
+      from_ncu=lambda m: _get(m, "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+                              "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"))
     R("wb__shared_atomics.sum", "shared atomics", "thread-level shared-memory atomic operations", "", group="sync")
-    R("wb__barriers.sum", "barriers", "__syncthreads() executed, counted per warp (a block of 8 warps passing one "
-      "barrier: 8)", "only where data moves between warps", better="lower", group="sync",
-      aliases=("barriers executed", "syncthreads"))
-    R("wb__warp_collectives.sum", "warp collectives",
-      "warp-level shuffles, votes, reductions and __syncwarp() (one per warp per call)", "", group="sync",
-      aliases=("shuffles",))
+    R("smsp__inst_executed_op_shared_atom.sum", "shared atomic requests", "warp-level shared-memory atomics", "",
+      ncu=True, group="sync", detail=True)
+    R("wb__barriers.sum", "barriers", "__syncthreads() executed, per warp (8 warps through one barrier: 8)",
+      "only where data crosses warps", better="lower", group="sync", aliases=("barriers executed", "syncthreads"))
+    R("wb__warp_collectives.sum", "warp collectives", "shuffles, votes, warp reductions, __syncwarp() (per warp)",
+      "", group="sync", aliases=("shuffles",))
     R("wb__active_lanes_per_memory_request.ratio", "active lanes per memory instruction",
-      "lanes active per warp-level memory instruction (global and shared): the memory-instruction form of "
-      "ncu's smsp__thread_inst_executed_per_inst_executed.ratio (a divergence measure)",
-      "32 (full warps); less: divergence, masked tails or idle lanes", kind="derived", fmt="ratio", better="higher",
-      group="sync", aliases=("divergence", "lanes per request"),
+      "active lanes per warp-level global/shared instruction: divergence, as ncu's smsp__thread_inst_executed_"
+      "per_inst_executed.ratio shows it for all instructions", "32 (less: divergence, masked tails)",
+      kind="derived", fmt="ratio", better="higher", group="sync", aliases=("divergence", "lanes per request"),
       compute=lambda m: _div(_get(m, *(f"smsp__sass_thread_inst_executed_op_{s}_{o}_pred_on.sum"
                                        for s in ("global", "shared") for o in ("ld", "st"))),
                              _get(m, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -414,9 +404,13 @@ class Profile:
             return "the call made no emulated kernel launch (torch and numpy operations are not counted)"
         return "; ".join(self.notes)
 
-    def report(self, keys: list[str] | None = None) -> Report:
-        """Return the table of this profile (one row per metric: value, meaning, good value); ``keys`` picks rows."""
-        return Report(self, keys)
+    def report(self, keys: list[str] | None = None, detail: bool = False) -> Report:
+        """Return the table of this profile: one row per metric with its value, meaning and a good value.
+
+        ``keys`` (keys, labels or aliases) picks the rows; otherwise every metric with something to say is shown
+        (groups with only zeros are left out), and ``detail=True`` adds the raw counts behind the ratios.
+        """
+        return Report(self, keys, detail)
 
     def _repr_html_(self) -> str:
         return self.report()._repr_html_()
@@ -447,6 +441,19 @@ def _human_bytes(v: float) -> str:
     return f"{v:g} B"
 
 
+def _default_rows(m: dict[str, float], detail: bool) -> list[str]:
+    """Return the keys a report shows by default: groups with a non-zero count; no zero synchronisation rows."""
+    busy = {meta.group for k, meta in METRICS.items() if meta.kind == "sum" and m.get(k)}
+    out = []
+    for k, meta in METRICS.items():
+        if k not in m or meta.group == "hidden" or (meta.detail and not detail) or meta.group not in busy:
+            continue
+        if meta.group == "sync" and not m[k]:
+            continue
+        out.append(k)
+    return out
+
+
 _MODEL_NOTE = ("Exact counts of the emulated run: L1-level requests and 32-byte sectors, shared-memory wavefronts of "
                "the 32-bank model. Not modelled: caches beyond the sector (L1/L2 hits, DRAM), latency, issue rate.")
 
@@ -454,11 +461,10 @@ _MODEL_NOTE = ("Exact counts of the emulated run: L1-level requests and 32-byte 
 class Report:
     """A profile's table: ``_repr_html_`` in a notebook, ``str()`` for text; ``rows`` as (label, value, key, ...)."""
 
-    def __init__(self, prof: Profile, keys: list[str] | None = None) -> None:
+    def __init__(self, prof: Profile, keys: list[str] | None = None, detail: bool = False) -> None:
         self.profile = prof
         m = prof.metrics
-        wanted = [resolve(k) for k in keys] if keys is not None else [
-            k for k, meta in METRICS.items() if meta.group != "hidden"]
+        wanted = [resolve(k) for k in keys] if keys is not None else _default_rows(m, detail)
         self.rows: list[tuple[str, str, str, str, str]] = []  # (label, value, meaning, good, key)
         for k in wanted:
             meta = METRICS[k]
@@ -489,8 +495,9 @@ class Report:
             if not r.counted:
                 out.append((r.kernel, r.backend, _dims(r.grid), _dims(r.block), "not counted"))
                 continue
-            keys = ("l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio",
-                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "wb__global_bytes.sum")
+            keys = ["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio", "wb__global_bytes.sum"]
+            if mm.get("smsp__inst_executed_op_shared_ld.sum") or mm.get("smsp__inst_executed_op_shared_st.sum"):
+                keys.insert(1, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum")
             bits = [f"{METRICS[k].label} {_fmt(METRICS[k], mm[k])}" for k in keys if k in mm]
             out.append((r.kernel, r.backend, _dims(r.grid), _dims(r.block), "; ".join(bits)))
         return out

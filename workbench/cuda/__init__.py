@@ -12,6 +12,8 @@
   which the checker uses) run compute-sanitizer's three tools at once: memcheck (global and shared memory),
   racecheck (shared and global memory) and initcheck (shared memory); see :mod:`workbench.cuda._sanitizer`.
   Launches stop on Ctrl-C, past :func:`set_time_limit`, or when :func:`set_size_guard` estimates them too long.
+  Inside :func:`workbench.profile` every launch runs a profile build instead and reports its exact memory counters
+  (global requests and sectors, shared-memory wavefronts and bank conflicts, atomics, barriers).
 
 Records of a checked launch's error (``err.records``, dicts):
 
@@ -141,8 +143,16 @@ class Function:
             if self.max_dynamic_shared_size_bytes:
                 self._fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
             return self._fn(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
+        from workbench import profile as _profile
         from workbench.cuda import _cpu
 
+        if _profile.active():  # counting wins over checking: a profile build logs accesses, it does not check them
+            mod = self._module._cpu_module(False, profile=True)
+            info = mod.kernel(self.name)
+            counts = _cpu.launch(mod, info, grid, block, args, shared_mem, self.max_dynamic_shared_size_bytes)
+            _profile.record_launch(self.name, "cuda", grid=_cpu._dims(grid, "grid", self.name),
+                                   block=_cpu._dims(block, "block", self.name), metrics=counts)
+            return None
         mod = self._module._cpu_module(chk or _sanitize.active())
         _cpu.launch(mod, mod.kernel(self.name), grid, block, args, shared_mem, self.max_dynamic_shared_size_bytes)
         return None
@@ -173,7 +183,7 @@ class RawModule:
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.checked = bool(checked)
-        self._cpu: dict[bool, Any] = {}
+        self._cpu: dict[bool | str, Any] = {}
         if code is None:  # cupy's path= (a cubin/ptx file): GPU only
             if MODE != "gpu":
                 raise CudaError(f"RawModule(path={path!r}) loads a compiled cubin/PTX, which needs a GPU; "
@@ -196,12 +206,14 @@ class RawModule:
             except Exception as e:
                 raise _wrap_cupy_error(e, self.source) from e
 
-    def _cpu_module(self, checked: bool) -> Any:
+    def _cpu_module(self, checked: bool, profile: bool = False) -> Any:
         from workbench.cuda import _cpu
 
-        if checked not in self._cpu:
-            self._cpu[checked] = _cpu.CpuModule(self.source, self.options, None, self.name_expressions, checked)
-        return self._cpu[checked].compile()
+        key = "profile" if profile else checked
+        if key not in self._cpu:
+            self._cpu[key] = _cpu.CpuModule(self.source, self.options, None, self.name_expressions, checked and not
+                                            profile, profile=profile)
+        return self._cpu[key].compile()
 
     def compile(self) -> RawModule:
         """Compile now (otherwise the first get_function/launch does)."""
