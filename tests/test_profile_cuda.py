@@ -313,3 +313,26 @@ def test_gpu_mode_refuses_a_lambda_it_cannot_rebuild(monkeypatch, tmp_path):
     with pytest.raises(P.ProfileError, match="lambda"):
         P._profile_ncu({"kind": "import", "module": __name__, "qualname": "<lambda>", "inputs": (), "kwargs": {}},
                        "<lambda>")
+
+
+STRUCT_SRC = r"""
+struct View { const float* data; int n; };
+extern "C" __global__ void sum_view(View v, float* out) {
+  int i = threadIdx.x;
+  if (i < v.n) atomicAdd(out, v.data[i]);
+}
+"""
+
+
+def test_pointers_inside_structs_are_counted_when_passed_as_buffers():
+    x, out = _f32(64), np.zeros(1, np.float32)
+    view = np.zeros(1, dtype=[("data", np.uint64), ("n", np.int32), ("pad", np.int32)])
+    view["data"], view["n"] = x.ctypes.data, 64
+    k = cuda.RawKernel(STRUCT_SRC, "sum_view")
+    p = wb.profile(lambda: k((1,), (64,), (view[0], out)))
+    assert p["uncounted accesses"] == 64 and p.get("global load requests") == 0
+    assert "not counted" in str(p.report()) and "struct" in p.notes[0]
+    p = wb.profile(lambda: k((1,), (64,), (view[0], out), buffers=[x]))
+    assert p["global load requests"] == 2 and p["global load sectors"] == 8
+    assert p.get("uncounted accesses") == 0 and not p.notes
+    assert p["global atomics"] == 64

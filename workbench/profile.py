@@ -266,6 +266,9 @@ def _define_catalogue() -> None:
                                   "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum")))
     R("wb__threads.sum", "threads launched", "CUDA threads over all launches (grid x block)", "", group="launch",
       from_ncu=lambda m: m.get("launch__thread_count"))
+    R("wb__uncounted_accesses.sum", "uncounted accesses",
+      "thread-level accesses to memory the emulator could not attribute (a pointer inside a struct argument, a "
+      "__device__ variable): left out of every count above", "0", group="launch")
 
 
 def _mul(a: float | None, b: float) -> float | None:
@@ -378,10 +381,10 @@ class Profile:
 
     @property
     def notes(self) -> list[str]:
-        """Return what was not counted and why (one line per distinct reason)."""
+        """Return what was not counted, wholly or in part, and why (one line per distinct reason)."""
         out = []
         for r in self.launches:
-            if not r.counted:
+            if not r.counted or r.note:
                 line = f"{r.kernel} ({r.backend}): {r.note or 'not counted'}"
                 if line not in out:
                     out.append(line)
@@ -448,7 +451,7 @@ def _default_rows(m: dict[str, float], detail: bool) -> list[str]:
     for k, meta in METRICS.items():
         if k not in m or meta.group == "hidden" or (meta.detail and not detail) or meta.group not in busy:
             continue
-        if meta.group == "sync" and not m[k]:
+        if meta.group in ("sync", "launch") and not m[k] and k != "wb__threads.sum":
             continue
         out.append(k)
     return out

@@ -164,8 +164,8 @@ class _Desc(ctypes.Structure):  # wb_launch_desc in runtime/wb_runtime.cpp
                 ("errlen", ctypes.c_uint64), ("records", ctypes.c_void_p), ("record_cap", ctypes.c_int),
                 ("nrecords", ctypes.c_int), ("totals", ctypes.c_long * 3), ("elapsed", ctypes.c_double),
                 ("estimate", ctypes.c_double), ("blocks_done", ctypes.c_long),
-                ("profile", ctypes.c_int), ("buf_base", ctypes.c_void_p), ("prof_cap", ctypes.c_uint64),
-                ("prof", ctypes.c_uint64 * 32)]
+                ("profile", ctypes.c_int), ("nregion", ctypes.c_int), ("region", ctypes.c_void_p),
+                ("prof_cap", ctypes.c_uint64), ("prof", ctypes.c_uint64 * 32)]
 
 
 # The runtime's P_* counters, in order, and the profile metric each one is (None: not reported).
@@ -183,7 +183,7 @@ PROFILE_COUNTERS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "smsp__sass_data_bytes_mem_shared_op_st.sum",
     "smsp__sass_thread_inst_executed_op_shared_st_pred_on.sum",
     "wb__global_atomic_requests.sum", "wb__global_atomics.sum", "smsp__inst_executed_op_shared_atom.sum",
-    "wb__shared_atomics.sum", "wb__barriers.sum", "wb__warp_collectives.sum", None,
+    "wb__shared_atomics.sum", "wb__barriers.sum", "wb__warp_collectives.sum", "wb__uncounted_accesses.sum",
 )
 PROFILE_LOG_CAP = 8 << 20  # log entries (16 bytes each) one worker may hold between two barriers
 
@@ -821,8 +821,11 @@ def _check_config(info: KernelInfo, module: CpuModule, g: tuple, b: tuple, share
 
 
 def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, shared_mem: int, arr: Any,
-                     bufs: list[tuple[int, int, int, int, int]], keep: list) -> _Desc:
-    """Return the runtime's launch description (arrays it points to are appended to ``keep``)."""
+                     bufs: list[tuple[int, int, int, int, int]], keep: list, extra: tuple = ()) -> _Desc:
+    """Return the runtime's launch description (arrays it points to are appended to ``keep``).
+
+    ``extra``: arrays the kernel reaches other than through its pointer parameters (profile builds count them).
+    """
     d = _Desc()
     d.invoke = info.invoke
     d.args = ctypes.cast(arr, ctypes.c_void_p)
@@ -840,11 +843,10 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
     d.module_base = module.base
     if module.checked or module.profile:
         d.san_enabled = ctypes.addressof(ctypes.c_int.in_dll(lib, "wb_san_enabled"))
-        _describe_buffers(d, bufs, keep)
     if module.profile:
-        d.profile = 1
-        d.prof_cap = PROFILE_LOG_CAP
+        _describe_regions(d, bufs, extra, keep)
     if module.checked:
+        _describe_buffers(d, bufs, keep)
         d.static_lo, d.static_bytes = module.static_window
         d.redzone = REDZONE
         guards = [(t.value - module.static_window[0], t.size) for t in (img.tls if img else ())
@@ -866,34 +868,56 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
 
 
 def _describe_buffers(d: _Desc, bufs: list[tuple[int, int, int, int, int]], keep: list) -> None:
-    """Describe the pointer arguments' buffers to the runtime (checked: run on copies; profile: count sectors)."""
+    """Describe the pointer arguments' buffers to the runtime (checked launches run on redzoned copies of them)."""
     n = max(len(bufs), 1)
     ptrs = (ctypes.c_uint64 * n)(*(b[0] for b in bufs))
     sizes = (ctypes.c_uint64 * n)(*(b[1] for b in bufs))
     params = (ctypes.c_int * n)(*(b[2] for b in bufs))
     slots = (ctypes.c_uint64 * n)(*(b[3] for b in bufs))
-    bases = (ctypes.c_uint64 * n)(*(b[4] for b in bufs))
-    keep += [ptrs, sizes, params, slots, bases]
+    keep += [ptrs, sizes, params, slots]
     d.nbuf = len(bufs)
-    d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot, d.buf_base = (ctypes.cast(x, ctypes.c_void_p)
-                                                                   for x in (ptrs, sizes, params, slots, bases))
+    d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot = (ctypes.cast(x, ctypes.c_void_p)
+                                                       for x in (ptrs, sizes, params, slots))
+
+
+def _describe_regions(d: _Desc, bufs: list[tuple[int, int, int, int, int]], extra: tuple, keep: list) -> None:
+    """Describe the memory a profile launch counts: global buffers (pointer arguments and ``extra`` arrays) by
+    allocation start, and the parameter records the kernel reads its arguments from (not counted)."""
+    regions = [(p, p + n, base, 1) for p, n, _, _, base in bufs]
+    for a in extra:
+        if isinstance(a, np.ndarray) and a.nbytes:
+            lo = a.ctypes.data + min(0, sum((s - 1) * st for s, st in zip(a.shape, a.strides, strict=True) if st < 0))
+            span = sum((s - 1) * abs(st) for s, st in zip(a.shape, a.strides, strict=True)) + a.itemsize
+            regions.append((lo, lo + span, _alloc_base(a) or lo, 1))
+    for obj in keep:
+        if isinstance(obj, (ctypes.Structure, ctypes.Array, ctypes._SimpleCData)):
+            lo = ctypes.addressof(obj)
+            regions.append((lo, lo + ctypes.sizeof(obj), lo, 3))
+    flat = (ctypes.c_uint64 * max(4 * len(regions), 4))(*(v for r in regions for v in r))
+    keep.append(flat)
+    d.profile = 1
+    d.prof_cap = PROFILE_LOG_CAP
+    d.nregion = len(regions)
+    d.region = ctypes.cast(flat, ctypes.c_void_p)
 
 
 RECORD_CAP = 64  # records kept per sanitizer tool (all are counted)
 
 
 def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tuple, shared_mem: int,
-           max_dynamic_smem: int) -> dict[str, int] | None:
+           max_dynamic_smem: int, buffers: tuple = ()) -> dict[str, int] | None:
     """Run kernel ``info`` of ``module`` over ``grid`` x ``block`` on the CPU (synchronously).
 
-    A profile module's launch returns its counters ({profile metric key: count}, see ``PROFILE_COUNTERS``).
+    A profile module's launch returns its counters ({profile metric key: count}, see ``PROFILE_COUNTERS``);
+    ``buffers`` are arrays it reaches other than through pointer parameters (inside struct arguments), counted as
+    global memory too.
     """
     g = _dims(grid, "grid", info.name)
     b = _dims(block, "block", info.name)
     shared_mem = int(shared_mem)
     _check_config(info, module, g, b, shared_mem, max_dynamic_smem)
     arr, keep, bufs = convert_args(info, args)
-    d = _describe_launch(module, info, g, b, shared_mem, arr, bufs, keep)
+    d = _describe_launch(module, info, g, b, shared_mem, arr, bufs, keep, tuple(buffers))
     rc = runtime().wb_launch2(ctypes.byref(d))
     _raise_for(rc, d, module, info, g, b, keep)
     del keep

@@ -108,7 +108,8 @@ struct wb_launch_desc {
   long blocks_done;
   // profile launches
   int profile;
-  const uint64_t* buf_base;  // each pointer argument's allocation start (sectors are counted from it)
+  int nregion;               // memory the kernel reaches: (lo, hi, base, kind) each; kind 1: a global buffer
+  const uint64_t* region;    //   (sectors counted from base, its allocation start), 3: the kernel's parameters
   uint64_t prof_cap;         // most log entries one worker may hold between two flushes
   uint64_t prof[32];         // out: the P_* counters
 };
@@ -190,6 +191,7 @@ struct San {
 
 struct ProfRegion {
   uintptr_t lo, hi, base;  // [lo, hi) holds the buffer; sectors are counted from `base` (its allocation start)
+  int kind;                // 1 global memory, 3 the kernel's parameters (not counted)
 };
 
 struct PLog {  // profile: one fiber's access log (kept by the worker across blocks of a launch)
@@ -456,8 +458,9 @@ inline void check_abort(Fiber* f) {
 }
 
 // ---------------------------------------------------------------- profile mode: counting warp-level requests
-// Which memory `a` is: 2 shared (offset from its window), 1 global (offset from the buffer's allocation start), 0
-// anything else (the kernel's parameters, __device__/__constant__ variables: not counted).
+// Which memory `a` is: 2 shared (offset from its window), 1 global (offset from the buffer's allocation start), 3
+// the kernel's parameters (not memory traffic on a GPU), 0 anything else (__device__ variables, buffers reached
+// through pointers inside struct arguments: counted as P_OTHER, reported as not counted).
 struct ProfWhere {
   uintptr_t st_lo, st_bytes, dy_lo, dy_bytes;
 };
@@ -479,7 +482,7 @@ inline int prof_classify(Worker* w, const ProfWhere& P, uintptr_t a, uint64_t* o
     if (a >= R[i].lo && a < R[i].hi) {
       w->last_region = i;
       *off = a - R[i].base;
-      return 1;
+      return R[i].kind;
     }
   }
   return 0;
@@ -607,8 +610,73 @@ void prof_shared(Worker* w, const uint64_t* off, const uint32_t* size, const uns
   c[base + 4] += (uint64_t)n;
 }
 
+// The common request, counted without copying: every lane makes the same access (size, read/write) of at most 4
+// bytes within one word, in one shared window or one global buffer. Returns false for anything else.
+bool prof_uniform(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, int n) {
+  const uint32_t sf = e[0]->size_flags;
+  const uint32_t size = sf & WB_PROF_SIZE_MASK;
+  const unsigned flags = sf >> 28;
+  if (size == 0 || size > 4 || (flags & WB_SAN_ATOMIC)) return false;
+  const uintptr_t a0 = (uintptr_t)e[0]->addr;
+  uint64_t* c = w->pcnt;
+  uintptr_t lo, len;
+  bool shared = true;
+  if (a0 - P.st_lo < P.st_bytes) {
+    lo = P.st_lo, len = P.st_bytes;
+  } else if (a0 - P.dy_lo < P.dy_bytes) {
+    lo = P.dy_lo, len = P.dy_bytes;
+  } else {
+    uint64_t off0;
+    if (prof_classify(w, P, a0, &off0) != 1) return false;
+    const ProfRegion& R = w->L->regions[w->last_region];
+    lo = R.lo, len = R.hi - R.lo;
+    shared = false;
+  }
+  if (shared) {
+    uint64_t first[32];
+    uint32_t seen = 0;
+    for (int i = 0; i < n; ++i) {
+      uintptr_t off = (uintptr_t)e[i]->addr - lo;
+      if (e[i]->size_flags != sf || off >= len || (off & 3) + size > 4) return false;
+      uint64_t x = off >> 2;
+      uint32_t b = (uint32_t)(x & 31);
+      if (!(seen >> b & 1u)) {
+        seen |= 1u << b;
+        first[b] = x;
+      } else if (first[b] != x) {
+        return false;  // a bank conflict: the general count
+      }
+    }
+    int base = (flags & WB_SAN_WRITE) ? P_S_ST_REQ : P_S_LD_REQ;
+    c[base + 0]++;
+    c[base + 1]++;
+    c[base + 3] += (uint64_t)n * size;
+    c[base + 4] += (uint64_t)n;
+    return true;
+  }
+  const uintptr_t base_addr = w->L->regions[w->last_region].base;
+  uint64_t nsec = 0, last = ~(uint64_t)0;
+  for (int i = 0; i < n; ++i) {
+    uintptr_t a = (uintptr_t)e[i]->addr;
+    if (e[i]->size_flags != sf || a - lo >= len) return false;
+    uint64_t s0 = (a - base_addr) >> 5, s1 = (a - base_addr + size - 1) >> 5;
+    if (last != ~(uint64_t)0 && s0 < last) return false;  // not ascending: sort in the general count
+    nsec += (s1 - s0 + 1) - (s0 == last ? 1 : 0);
+    last = s1;
+  }
+  uint64_t bytes = (uint64_t)n * size;
+  int base = (flags & WB_SAN_WRITE) ? P_G_ST_REQ : P_G_LD_REQ;
+  c[base + 0]++;
+  c[base + 1] += nsec;
+  c[base + 2] += bytes;
+  c[base + 3] += (uint64_t)n;
+  c[base + 4] += std::min<uint64_t>(nsec, (bytes + 31) / 32);
+  return true;
+}
+
 // One warp-level request: the entries of its active lanes (`lane`: their lane numbers), split by memory space.
 void prof_request(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, const unsigned char* lane, int n) {
+  if (prof_uniform(w, P, e, n)) return;
   uint64_t goff[32], soff[32];
   uint32_t gsz[32], ssz[32];
   unsigned char glane[32], slane[32];
@@ -625,7 +693,7 @@ void prof_request(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, 
     } else if (where == 2) {
       soff[ns] = off, ssz[ns] = sz, slane[ns] = lane[i], sflags |= fl;
       ++ns;
-    } else {
+    } else if (where == 0) {
       w->pcnt[P_OTHER]++;
     }
   }
@@ -1260,7 +1328,7 @@ void work(Launch* L) {
       for (int i = 0; i < P_N; ++i) L->prof_tot[i] += w->pcnt[i];
     }
   }
-  if (L->prof) w->free_plogs();
+  if (L->prof && w->plog_total > ((size_t)1 << 18)) w->free_plogs();  // small logs (<= 4 MiB) stay for the next one
   register_thread(L, false);
 }
 
@@ -1734,15 +1802,14 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
   }
   if (d->profile) {
     L.prof = true;
-    for (int i = 0; i < d->nbuf; ++i) {
-      if (!d->buf_ptr[i] || !d->buf_bytes[i]) continue;
-      uintptr_t lo = d->buf_ptr[i], hi = lo + d->buf_bytes[i], base = d->buf_base ? d->buf_base[i] : lo;
-      L.regions.push_back(ProfRegion{lo, hi, base <= lo ? base : lo});
+    for (int i = 0; i < d->nregion; ++i) {
+      const uint64_t* r = d->region + 4 * i;
+      if (r[1] > r[0]) L.regions.push_back(ProfRegion{r[0], r[1], r[2] <= r[0] ? r[2] : r[0], (int)r[3]});
     }
     std::sort(L.regions.begin(), L.regions.end(), [](const ProfRegion& a, const ProfRegion& b) { return a.lo < b.lo; });
     std::vector<ProfRegion> merged;  // aliasing arguments (an in-place kernel): one region, the lower base
     for (const ProfRegion& r : L.regions) {
-      if (!merged.empty() && r.lo < merged.back().hi) {
+      if (!merged.empty() && r.lo < merged.back().hi && r.kind == merged.back().kind) {
         merged.back().hi = std::max(merged.back().hi, r.hi);
         merged.back().base = std::min(merged.back().base, r.base);
       } else {
