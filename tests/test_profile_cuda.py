@@ -198,6 +198,7 @@ def test_atomics_barriers_and_warp_collectives(mod):
     assert p["global atomics"] == 256 + 8  # float atomicAdd counts once, not per compare-and-swap
     assert p["global atomic requests"] == 8 + 8  # one per warp at each atomicAdd
     assert p["warp collectives"] == 8 * 5
+    assert p.get("uncounted accesses") == 0  # a shuffle's exchange of values is not memory traffic
     assert p["global load requests"] == 8  # atomics are not loads or stores
     assert p.get("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum") == 0
 

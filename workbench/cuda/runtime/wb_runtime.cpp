@@ -459,7 +459,7 @@ inline void check_abort(Fiber* f) {
 
 // ---------------------------------------------------------------- profile mode: counting warp-level requests
 // Which memory `a` is: 2 shared (offset from its window), 1 global (offset from the buffer's allocation start), 3
-// the kernel's parameters (not memory traffic on a GPU), 0 anything else (__device__ variables, buffers reached
+// the kernel's parameters or a warp collective's exchange buffer (not memory traffic on a GPU), 0 anything else (__device__ variables, buffers reached
 // through pointers inside struct arguments: counted as P_OTHER, reported as not counted).
 struct ProfWhere {
   uintptr_t st_lo, st_bytes, dy_lo, dy_bytes;
@@ -474,6 +474,7 @@ inline int prof_classify(Worker* w, const ProfWhere& P, uintptr_t a, uint64_t* o
     *off = a - P.dy_lo;
     return 2;
   }
+  if (a - (uintptr_t)w->warps < sizeof w->warps) return 3;  // a warp collective reading the lanes' values
   const std::vector<ProfRegion>& R = w->L->regions;
   size_t n = R.size();
   if (n == 0) return 0;
