@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["METRICS", "LaunchRecord", "Metric", "NcuNotFoundError", "Profile", "ProfileError", "Report", "active",
-           "counting", "profile", "record_launch", "register_metric", "resolve"]
+           "allocation_start", "counting", "profile", "record_launch", "register_metric", "resolve"]
 
 
 class ProfileError(RuntimeError):
@@ -341,6 +341,26 @@ def record_launch(kernel: str, backend: str, *, grid: tuple[int, ...] | int = ()
     g = (int(grid),) if isinstance(grid, int) else tuple(int(x) for x in grid)
     b = None if block is None else tuple(int(x) for x in block)
     session.append(LaunchRecord(kernel, backend, g, b, counts, counted, note))
+
+
+def allocation_start(a: Any) -> int:
+    """Return the address of the first byte of the allocation an array or tensor (or a view of one) lives in.
+
+    Backends count 32-byte sectors from there, as a GPU's allocator (cudaMalloc: 256-byte aligned) would place it;
+    0 when unknown.
+    """
+    if type(a).__module__.startswith("torch"):
+        return int(a.untyped_storage().data_ptr())
+    import numpy as np
+
+    while isinstance(a, np.ndarray) and a.base is not None:
+        if isinstance(a.base, np.ndarray):
+            a = a.base
+        elif type(a.base).__module__.startswith("torch"):
+            return int(a.base.untyped_storage().data_ptr())
+        else:
+            break
+    return int(a.__array_interface__["data"][0]) if isinstance(a, np.ndarray) else 0
 
 
 @contextlib.contextmanager

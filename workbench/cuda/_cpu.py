@@ -655,16 +655,9 @@ def _describe(v: Any) -> str:
 
 def _alloc_base(a: Any) -> int:
     """Return the start of the allocation an array or tensor argument lives in (a view's owner's first byte)."""
-    if type(a).__module__.startswith("torch"):
-        return int(a.untyped_storage().data_ptr())
-    while isinstance(a, np.ndarray) and a.base is not None:
-        if isinstance(a.base, np.ndarray):
-            a = a.base
-        elif type(a.base).__module__.startswith("torch"):
-            return int(a.base.untyped_storage().data_ptr())
-        else:
-            break
-    return int(a.ctypes.data) if isinstance(a, np.ndarray) else 0
+    from workbench.profile import allocation_start
+
+    return allocation_start(a)
 
 
 def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, int, int, int, int]]]:
