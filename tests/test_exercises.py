@@ -185,6 +185,31 @@ MISTAKES = [
     ("attention-bwd-dkdv", "dK without the softmax scale",
      [('dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee") * scale',
        'dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee")')], "scale"),
+    ("gemm-register-blocking", "the 2x2 block computed element by element: a and b loaded once per multiply-add",
+     [("""    for kk in range(k):
+        for i in range(T):
+            ra[i] = float32(a[row0 + i, kk]) if row0 + i < m else float32(0.0)
+        for j in range(T):
+            rb[j] = float32(b[kk, col0 + j]) if col0 + j < n else float32(0.0)
+        for i in range(T):
+            for j in range(T):
+                acc[i, j] += ra[i] * rb[j]
+""", """    for i in range(T):
+        for j in range(T):
+            for kk in range(k):
+                ra[0] = float32(a[row0 + i, kk]) if row0 + i < m else float32(0.0)
+                rb[0] = float32(b[kk, col0 + j]) if col0 + j < n else float32(0.0)
+                acc[i, j] += ra[0] * rb[0]
+""")], "over_budget"),
+    ("softmax-warp-shuffle", "the warp max through shared memory and __syncthreads() instead of shuffles",
+     [("""    for (int off = 16; off > 0; off >>= 1)  // butterfly: 16, 8, 4, 2, 1 lanes apart
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;""", """    __shared__ float part[32];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int i = 0; i < 32; ++i) v = fmaxf(v, part[i]);
+    __syncthreads();
+    return v;""")], "over_budget"),
     ("transpose-coalesce", "no __syncthreads() between loading the tile and reading it",
      [("    __syncthreads();  // every element of the tile is loaded before any thread reads one another thread "
        "loaded\n", "")], "race"),
@@ -279,3 +304,13 @@ def test_causal_skip_budget_counts_the_tiles_visited(tmp_path, capsys):
     (miss,) = rep.budgets.missed
     assert rep.correct and miss.value == 32
     assert capsys.readouterr().out.startswith("Correct, but 32 tl.dot calls where 20 are possible: at S = 64")
+
+
+def test_an_untiled_gemm_is_correct_but_over_the_tiling_budget(capsys):
+    # the rung before the exercise: coalesced, but every output reads its row of a and column of b from global memory
+    ex = wb.exercise("gemm-smem-tiling")
+    rep = ex.check(wb.variant("gemm", "numba_coalesced"))
+    (miss,) = rep.budgets.missed
+    assert rep.correct and rep.diagnosis == "over_budget" and miss.value == 2 * 32**3 * 4
+    assert capsys.readouterr().out.startswith("Correct, but 262,144 global load bytes requested where 16,384 are "
+                                              "possible: at M = N = K = 32 each thread loads"), miss.message
