@@ -299,6 +299,18 @@ def test_a_correct_but_uncoalesced_answer_is_told_its_efficiency():
                                    "threads should add neighbouring elements"), res.feedback
 
 
+def test_one_thread_per_row_softmax_is_correct_but_not_the_block_per_row_drill():
+    naive = wb.variant("softmax", "cuda_naive")  # the rung before: a thread walks its row alone
+
+    def softmax(x):
+        return naive(x)
+
+    res = _tiny(wb.drill("softmax-implement-cuda-row")).submit(softmax)
+    assert not res.passed
+    assert res.feedback.startswith("Correct, but a global load efficiency of 12.5% where 90% is possible: the block's "
+                                   "threads stride over the row"), res.feedback
+
+
 # ------------------------------------------------------------------------------------------------ the new wrong kernels
 
 
@@ -314,3 +326,4 @@ def test_new_known_wrong_kernels_get_their_diagnosis(op, name, shape):
     v = wb.variant(op, name)
     rep = wb.check(v, shapes=[shape], dtypes=v.dtypes[:1], quick=True)
     assert not rep.ok and rep.diagnosis == v.expected_diagnosis, rep.summary()
+
