@@ -305,49 +305,77 @@ def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor, tol: torch
     """
     fin = torch.isfinite(ref)
     poison = bad & (torch.isnan(out) if poisoned is None else poisoned) & fin
-    special = bad & ~fin
-    if special.any() and not (bad & fin).any():
-        return "special_values"
-    computed = bad & fin & ~torch.isfinite(out) & ~poison
-    if computed.any() and 2 * int(computed.sum()) >= int((bad & fin).sum()):  # most wrong elements: a NaN/Inf made
-        return "computed_nan"
-    if out.dim() >= 2 and poison.any():
-        rows = bad.reshape(-1, out.shape[-1])
-        prow = poison.reshape(-1, out.shape[-1])
-        full = prow.all(dim=1)
-        if full.any() and not rows[~full].any():
-            return "unwritten_rows"
     frac = bad.float().mean().item()
-    good_ref = fin & (ref.abs() > 1e-3 * ref.abs().max().clamp_min(1e-30)) & ~torch.isnan(out)
-    if frac > 0.5 and not poison.any() and good_ref.any():
-        ratio = (out[good_ref].double() / ref[good_ref].double())
-        med = ratio.median().item()
-        spread = (ratio - med).abs().median().item()
-        if abs(med - 1) > 1e-2 and spread < 1e-3 * abs(med):
-            return "scale"
-        rel = ((out[good_ref].double() - ref[good_ref].double()).abs() / ref[good_ref].double().abs()).median()
-        if rel.item() < 5e-2:
-            return "precision"
-    # Masking: the wrong elements sit in the last partial tile of some dimension.
-    nz = bad.nonzero()
-    for d in range(out.dim()):
-        if out.shape[d] == 1:  # a size-1 dimension (B=1, H=1) has no tail to get wrong
-            continue
-        if _in_last_partial_tile(nz[:, d], out.shape[d]) and (frac < 1 or bool(poison.all())):
-            return "masking"
+    named = (_non_finite(out, bad, fin, poison) or _unwritten_rows(out, bad, poison)  # first match wins, in order
+             or _uniform_error(out, ref, fin, poison, frac) or _masking(out, bad, poison, frac))
+    if named:
+        return named
     if out.dim() >= 2:
         flat = bad.reshape(-1, out.shape[-2], out.shape[-1])
         if any(_tiles_pattern(b) for b in flat):
             return "missing_barrier"
     if poison.any():
         return "unwritten"
-    if tol is not None and fin.any():
-        ratio = ((out.double() - ref.double()).abs() / tol.double().clamp_min(1e-300))
-        typical = ratio[fin].median().item()  # the middle element, wrong or not
-        worst = ratio[bad & fin].max().item() if (bad & fin).any() else math.inf
-        if typical >= 0.2 and worst <= 20:  # everything off by a fair share of the tolerance, nothing far off
-            return "precision"
+    if _within_precision(out, ref, bad, fin, tol):
+        return "precision"
     return "scattered"
+
+
+def _non_finite(out: torch.Tensor, bad: torch.Tensor, fin: torch.Tensor, poison: torch.Tensor) -> str | None:
+    """Return 'special_values' (only non-finite references are wrong) or 'computed_nan' (mostly a made NaN/Inf)."""
+    if (bad & ~fin).any() and not (bad & fin).any():
+        return "special_values"
+    computed = bad & fin & ~torch.isfinite(out) & ~poison
+    if computed.any() and 2 * int(computed.sum()) >= int((bad & fin).sum()):  # most wrong elements: a NaN/Inf made
+        return "computed_nan"
+    return None
+
+
+def _unwritten_rows(out: torch.Tensor, bad: torch.Tensor, poison: torch.Tensor) -> str | None:
+    """Return 'unwritten_rows' when every wrong element lies in a row left wholly poisoned."""
+    if out.dim() >= 2 and poison.any():
+        rows = bad.reshape(-1, out.shape[-1])
+        full = poison.reshape(-1, out.shape[-1]).all(dim=1)
+        if full.any() and not rows[~full].any():
+            return "unwritten_rows"
+    return None
+
+
+def _uniform_error(out: torch.Tensor, ref: torch.Tensor, fin: torch.Tensor, poison: torch.Tensor,
+                   frac: float) -> str | None:
+    """Return 'scale' (most elements off by one common factor) or 'precision' (all slightly off), else None."""
+    good_ref = fin & (ref.abs() > 1e-3 * ref.abs().max().clamp_min(1e-30)) & ~torch.isnan(out)
+    if not (frac > 0.5 and not poison.any() and good_ref.any()):
+        return None
+    ratio = (out[good_ref].double() / ref[good_ref].double())
+    med = ratio.median().item()
+    spread = (ratio - med).abs().median().item()
+    if abs(med - 1) > 1e-2 and spread < 1e-3 * abs(med):
+        return "scale"
+    rel = ((out[good_ref].double() - ref[good_ref].double()).abs() / ref[good_ref].double().abs()).median()
+    return "precision" if rel.item() < 5e-2 else None
+
+
+def _masking(out: torch.Tensor, bad: torch.Tensor, poison: torch.Tensor, frac: float) -> str | None:
+    """Return 'masking' when the wrong elements sit in the last partial tile of some dimension."""
+    nz = bad.nonzero()
+    for d in range(out.dim()):
+        if out.shape[d] == 1:  # a size-1 dimension (B=1, H=1) has no tail to get wrong
+            continue
+        if _in_last_partial_tile(nz[:, d], out.shape[d]) and (frac < 1 or bool(poison.all())):
+            return "masking"
+    return None
+
+
+def _within_precision(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor, fin: torch.Tensor,
+                      tol: torch.Tensor | None) -> bool:
+    """Return True when everything is off by a fair share of the tolerance and nothing is far off."""
+    if tol is None or not fin.any():
+        return False
+    ratio = ((out.double() - ref.double()).abs() / tol.double().clamp_min(1e-300))
+    typical = ratio[fin].median().item()  # the middle element, wrong or not
+    worst = ratio[bad & fin].max().item() if (bad & fin).any() else math.inf
+    return typical >= 0.2 and worst <= 20
 
 
 # ------------------------------------------------------------------------------------------------------ compare
