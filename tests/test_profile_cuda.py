@@ -47,6 +47,13 @@ extern "C" __global__ void doubles(const double* x, double* y, int step) {
   __syncthreads();
   y[threadIdx.x] = t[threadIdx.x * step];
 }
+// 16-byte shared accesses: lane l reads t[l * step] of a float4 array.
+extern "C" __global__ void quads(const float4* x, float4* y, int step) {
+  __shared__ float4 t[8 * 32];
+  for (int i = threadIdx.x; i < 8 * 32; i += 32) t[i] = x[i];
+  __syncthreads();
+  y[threadIdx.x] = t[threadIdx.x * step];
+}
 // Lane l runs l iterations: the j-th request of the load has lanes j+1..31 (divergent logs).
 extern "C" __global__ void triangle(const float* x, float* y) {
   int l = threadIdx.x;
@@ -154,6 +161,21 @@ def test_8_byte_shared_accesses_go_per_half_warp(mod, step, wavefronts):
     assert p["wavefronts per shared load request"] == wavefronts
     assert p["shared load bank conflicts"] == wavefronts - 2  # beyond one per half-warp
     assert p["shared store wavefronts"] == 32 * 2  # 32 stores of consecutive doubles, 2 half-warps each
+
+
+@pytest.mark.parametrize("step, wavefronts", [(1, 4), (2, 8), (8, 32)])
+def test_16_byte_shared_accesses_go_per_quarter_warp(mod, step, wavefronts):
+    # step 1: each quarter-warp reads 8 consecutive float4 = 32 words in 32 banks: 1 wavefront each, 4 in all.
+    # step 2: a quarter-warp's float4s are 32 bytes apart: lanes 0-3 and 4-7 share banks: 2 wavefronts each.
+    # step 8: float4s 128 bytes apart: the 8 lanes of a quarter-warp all in banks 0-3: 8 wavefronts each.
+    x, y = np.arange(8 * 32 * 4, dtype=np.float32).reshape(-1, 4), np.zeros((32, 4), np.float32)
+    k = mod.get_function("quads")
+    p = wb.profile(lambda: k((1,), (32,), (x, y, np.int32(step))))
+    assert (y == x[np.arange(32) * step]).all()
+    assert p["shared load requests"] == 1
+    assert p["wavefronts per shared load request"] == wavefronts
+    assert p["shared load bank conflicts"] == wavefronts - 4  # beyond one per quarter-warp
+    assert p["shared store wavefronts"] == 8 * 4  # 8 stores of consecutive float4s, 4 quarter-warps each
 
 
 def test_masked_tail_lanes_are_not_counted(mod):
