@@ -122,3 +122,18 @@ def test_uncoalesced_cuda_vecadd_is_told_its_efficiency():
         "a global load efficiency of 12.5% where 90% is possible: neighbouring threads should add neighbouring "
         "elements (budget: global load efficiency >= 90%)")
     assert wb.check(wb.variant("vecadd", "cuda_grid"), seeds=(0,), progress=False, budgets=lim).ok
+
+
+def test_a_call_that_fails_only_at_the_budget_shape_is_a_miss_that_says_why():
+    def vecadd(x, y):  # correct at the check's sizes, refuses the (larger) budget shape
+        if x.numel() > 2000:
+            raise ValueError("this kernel handles at most 2000 elements")
+        return x + y
+
+    rep = wb.check(vecadd, "vecadd", seeds=(0,), shapes=[{"N": 17}], progress=False,
+                   budgets={"global bytes": "<= 1e9"}, budget_shape={"N": 4096})
+    assert rep.correct and not rep.ok and rep.diagnosis == "over_budget"
+    assert rep.budgets.missed[0].message == (
+        "the global bytes could not be measured: the profiled call at N=4096, float32 raised ValueError: this "
+        "kernel handles at most 2000 elements (every checked run passed, but the budgets are measured at this "
+        "shape: run wb.profile on it to see the error)")

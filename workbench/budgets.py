@@ -220,8 +220,21 @@ def measure(fn: Callable, op: str, budgets: list[Budget], shape: Mapping[str, An
         if MODE == "gpu":  # no ncu, or a call ncu cannot replay: say so, do not judge
             return BudgetReport(where=where, shape=dict(shape), unmeasured=f"gpu mode: {e}")
         raise
+    except Exception as e:  # correct at the check's shapes, but the profiled call fails: a miss that says why
+        return _failed(budgets, where, shape, e)
     rep = judge(budgets, prof, where)
     rep.shape = dict(shape)
+    return rep
+
+
+def _failed(budgets: list[Budget], where: str, shape: Mapping[str, Any], e: Exception) -> BudgetReport:
+    """Return the report of budgets whose profiled call raised ``e``: every budget missed, unmeasured."""
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    why = (f"the profiled call at {where} raised {type(e).__name__}: {first} (every checked run passed, but the "
+           "budgets are measured at this shape: run wb.profile on it to see the error)")
+    rep = BudgetReport(where=where, shape=dict(shape))
+    rep.results = [BudgetResult(b, None, False, f"the {b.label} could not be measured: {why}", measured=False)
+                   for b in budgets]
     return rep
 
 
