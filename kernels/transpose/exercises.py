@@ -39,8 +39,9 @@ on the CPU engine): loads and stores must both be 4 sectors per request. Try
     hints=[
         "`__shared__ float tile[32][32];` Thread (tx, ty) loads tile[ty + k][tx] = x[row][col] for k = 0, 8, 16, 24: "
         "the same coalesced reads as the starter.",
-        "After the barrier (every thread waits until the whole tile is loaded), the block writes the transposed tile: out row = blockIdx.x * 32 + ty + k, out "
-        "column = blockIdx.y * 32 + tx. Neighbouring lanes (tx) now write neighbouring columns of out.",
+        "After the barrier (every thread waits until the whole tile is loaded), the block writes the transposed "
+        "tile: out row = blockIdx.x * 32 + ty + k, out column = blockIdx.y * 32 + tx. Neighbouring lanes (tx) now "
+        "write neighbouring columns of out.",
         "The value for out[orow][ocol] is x[ocol][orow], which sits in tile[tx][ty + k]. Guard with "
         "`orow < n && ocol < m` (out is n x m).",
     ],
