@@ -1,12 +1,18 @@
 """Fix and guard the Triton interpreter (cpu mode): patch-scope leaks, silent bfloat16 garbage, unchecked pointers.
 
-Three things, all installed once by :func:`install` (``import workbench`` in cpu mode):
+Fixes and guards, all installed once by :func:`install` (``import workbench`` in cpu mode):
 
 - **Patch scopes.** Triton 3.7's interpreter swaps ``triton.language``'s builtins for interpreter versions while a
   kernel runs and restores them afterwards, but a call of a ``@triton.jit`` *helper* (``tl.max``, ``tl.sum``,
   ``tl.cdiv``: device functions) patches them again and never restores them. The leaked patches break
   ``workbench.inspect``, which compiles Triton kernels for real in the same process. Restoring the helper call's
   own patch scope when it returns keeps nesting right.
+- **Module names leaked into the kernel's globals.** To run a kernel whose source it rewrote, the interpreter
+  copies every name of its own module that the kernel's globals lack into them (``FunctionRewriter``). For a kernel
+  defined in a notebook those globals are ``__main__``'s, and ``__file__`` is among the names: ``__main__`` then
+  claims to be ``triton/runtime/interpreter.py``, and every process started with ``spawn`` afterwards (the
+  expert-parallel check's ranks) runs that file as its main module and dies of "attempted relative import with no
+  known parent package". The double-underscore names it adds are removed again after each rewrite.
 - **bfloat16.** numpy has no bfloat16, so the interpreter keeps bf16 values as raw ``uint16`` bit patterns and its
   arithmetic, comparisons, reductions and ``tl.dot`` on them return garbage silently (a bf16 ``tl.dot`` is off by
   ~1e10). Loads, stores, ``tl.where`` and casts move the bits unchanged and are right. Every operation that would
@@ -140,6 +146,7 @@ def install() -> None:
     except ImportError:  # no triton: nothing to fix
         return
     _install_scope_fix(ti)
+    _install_globals_fix(ti)
     if hasattr(ti, "GridExecutor") and hasattr(ti, "InterpreterBuilder"):
         _install_launch_context(ti)
         _install_bf16_guard(ti)
@@ -168,6 +175,25 @@ def _install_scope_fix(ti: Any) -> None:
 
     __call__.__doc__ = "Call the device function under the interpreter, restoring triton.language afterwards."
     ti.InterpretedFunction.__call__ = __call__
+
+
+def _install_globals_fix(ti: Any) -> None:
+    rewriter = getattr(ti, "FunctionRewriter", None)
+    original = getattr(rewriter, "_compile_and_exec", None)
+    if original is None:
+        return  # another Triton version: leave it alone
+
+    def _compile_and_exec(self: Any, transformed_ast: Any) -> Any:
+        fn_globals = self.fn.__globals__
+        before = {k for k in fn_globals if k.startswith("__")}
+        try:
+            return original(self, transformed_ast)
+        finally:
+            for k in [k for k in fn_globals if k.startswith("__") and k not in before]:
+                del fn_globals[k]
+
+    _compile_and_exec.__doc__ = "Run the rewritten kernel, then drop the dunder names the interpreter added."
+    rewriter._compile_and_exec = _compile_and_exec
 
 
 # -------------------------------------------------------------------------------------------------- launch context
