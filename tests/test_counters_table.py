@@ -127,3 +127,14 @@ def test_bad_input_names_the_op():
         wb.counters_table("vecadd", [3], x, y)
     with pytest.raises(KeyError, match="no row 'nope'"):
         wb.counters_table("vecadd", ["cuda_grid"], x, y)["nope"]
+
+
+def test_a_call_the_profiler_refuses_is_a_row_saying_why(monkeypatch):
+    from workbench import profile as P
+
+    def refuse(*a, **k):
+        raise P.NcuNotFoundError("ncu is not on PATH")
+
+    monkeypatch.setattr(P, "profile", refuse)
+    t = wb.counters_table("vecadd", ["cuda_grid"], N=64)
+    assert t["cuda_grid"].global_bytes is None and "ncu is not on PATH" in str(t)

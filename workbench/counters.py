@@ -149,14 +149,23 @@ def counters_table(op: str, variants: Any, *inputs: Any, compulsory_bytes: float
     (``N=4096``, ``dtype="float16"``, ``seed=``; call options such as ``causal=True`` go to every call).
     ``compulsory_bytes`` defaults to ``op.bytes`` at the problem's shape and dtype.
     """
-    from workbench.profile import profile
     from workbench.registry import get_op
 
     entries = _entries(op, variants)
     inputs, kw, dims, dt = _problem(op, inputs, dict(shape))
     need = float(compulsory_bytes) if compulsory_bytes is not None else float(get_op(op).bytes(dtype=dt, **dims))
-    rows = [_row(label, profile(fn, *inputs, **kw), need) for label, fn in entries]
-    return CountersTable(op, dims, dt, need, rows)
+    return CountersTable(op, dims, dt, need, [_measure(label, fn, inputs, kw, need) for label, fn in entries])
+
+
+def _measure(label: str, fn: Callable[..., Any], inputs: tuple, kw: dict, need: float) -> CountersRow:
+    """Profile one variant; a call the profiler cannot count (gpu mode without ncu, ...) becomes a row saying why."""
+    from workbench.profile import ProfileError, profile
+
+    try:
+        prof = profile(fn, *inputs, **kw)
+    except ProfileError as e:
+        return CountersRow(label, "-", 0, None, None, None, None, None, None, None, f"not counted: {e}")
+    return _row(label, prof, need)
 
 
 def _num(v: float | None, fmt: str) -> str:
