@@ -154,7 +154,8 @@ def counters_table(op: str, variants: Any, *inputs: Any, compulsory_bytes: float
     entries = _entries(op, variants)
     inputs, kw, dims, dt = _problem(op, inputs, dict(shape))
     need = float(compulsory_bytes) if compulsory_bytes is not None else float(get_op(op).bytes(dtype=dt, **dims))
-    return CountersTable(op, dims, dt, need, [_measure(label, fn, inputs, kw, need) for label, fn in entries])
+    rows = [_measure(label, fn, inputs, kw, need) for label, fn in entries]
+    return CountersTable(op, dims, dt, need, rows, kwargs=kw)
 
 
 def _measure(label: str, fn: Callable[..., Any], inputs: tuple, kw: dict, need: float) -> CountersRow:
@@ -187,8 +188,15 @@ class CountersTable:
                "shared bank conflicts", "global bytes", "traffic amplification")
 
     def __init__(self, op: str, shape: dict, dtype: torch.dtype, compulsory_bytes: float,
-                 rows: list[CountersRow]) -> None:
+                 rows: list[CountersRow], kwargs: dict | None = None) -> None:
         self.op, self.shape, self.dtype, self.compulsory_bytes, self.rows = op, shape, dtype, compulsory_bytes, rows
+        self.kwargs = dict(kwargs or {})  # the call options every variant got (causal=...)
+
+    def flops(self) -> float:
+        """Return the op's FLOPs at this problem (its contract's formula, the same for every variant)."""
+        from workbench.registry import get_op
+
+        return float(get_op(self.op).flops(**self.shape, **self.kwargs))
 
     def __getitem__(self, label: str) -> CountersRow:
         for r in self.rows:
