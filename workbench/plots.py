@@ -3,8 +3,11 @@
 Figures take records in the format of :mod:`workbench.results`. Only real-GPU measurements are drawn as
 performance: emulated records are excluded with a visible note, and a figure with no real records says so
 ("No real-GPU results recorded yet for <op> ..."). Predictions (napkin math) are drawn in their own legend
-group with open markers, never styled as measurements. Each variant keeps one colour across all figures of
-the session (:func:`variant_color`).
+group with open markers, never styled as measurements. Without GPU records a figure is still not empty when it is
+given ``counted=`` (:func:`workbench.counters_table` results): :func:`traffic_model` turns the emulators' exact byte
+counts into the time they need at the measured copy bandwidth (and the FLOPs at the datasheet peak), drawn in a legend
+group labelled "model from emulated counters, not a measurement". Each variant keeps one colour across all figures
+of the session (:func:`variant_color`).
 """
 
 from __future__ import annotations
