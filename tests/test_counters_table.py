@@ -138,3 +138,12 @@ def test_a_call_the_profiler_refuses_is_a_row_saying_why(monkeypatch):
     monkeypatch.setattr(P, "profile", refuse)
     t = wb.counters_table("vecadd", ["cuda_grid"], N=64)
     assert t["cuda_grid"].global_bytes is None and "ncu is not on PATH" in str(t)
+
+
+def test_table_flops_follow_the_call_options():
+    from workbench.counters import CountersTable
+
+    shape = {"B": 1, "H": 2, "Sq": 16, "Sk": 16, "D": 8}
+    full = CountersTable("attention", shape, torch.float32, 1.0, [])
+    causal = CountersTable("attention", shape, torch.float32, 1.0, [], kwargs={"causal": True})
+    assert full.flops() == 4 * 2 * 16 * 16 * 8 and causal.flops() == full.flops() / 2
