@@ -336,7 +336,7 @@ def _model_hover(p: Mapping[str, Any]) -> str:
 
 def _model_group(pts: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     scopes = sorted({p["scope"] for p in pts})
-    return dict(legendgroup="model", legendgrouptitle_text=f"{MODEL_LABEL} ({'; '.join(scopes)})")
+    return dict(legendgroup="model", legendgrouptitle_text=f"{MODEL_LABEL}<br>({'; '.join(scopes)})")
 
 
 def _model_traces(pts: Sequence[Mapping[str, Any]], x: str, y: str, mode: str = "markers") -> list[go.Scatter]:
