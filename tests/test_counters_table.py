@@ -147,3 +147,11 @@ def test_table_flops_follow_the_call_options():
     full = CountersTable("attention", shape, torch.float32, 1.0, [])
     causal = CountersTable("attention", shape, torch.float32, 1.0, [], kwargs={"causal": True})
     assert full.flops() == 4 * 2 * 16 * 16 * 8 and causal.flops() == full.flops() / 2
+
+
+def test_a_variant_that_cannot_run_here_is_a_row_saying_why():
+    t = wb.counters_table("gemm", ["cuda_smem", "cuda_wgmma_tma"], M=16, N=16, K=16, dtype="float16")
+    assert t["cuda_smem"].counted and t["cuda_smem"].global_bytes > 0
+    r = t["cuda_wgmma_tma"]
+    assert r.global_bytes is None and r.note.startswith("not run here: gemm/cuda_wgmma_tma is GPU-only")
+    assert "cuda_wgmma_tma: not run here" in str(t)

@@ -159,13 +159,16 @@ def counters_table(op: str, variants: Any, *inputs: Any, compulsory_bytes: float
 
 
 def _measure(label: str, fn: Callable[..., Any], inputs: tuple, kw: dict, need: float) -> CountersRow:
-    """Profile one variant; a call the profiler cannot count (gpu mode without ncu, ...) becomes a row saying why."""
+    """Profile one variant; a call that cannot run or be counted here (GPU-only, no ncu) is a row saying why."""
     from workbench.profile import ProfileError, profile
+    from workbench.registry import UnsupportedHere
 
     try:
         prof = profile(fn, *inputs, **kw)
     except ProfileError as e:
         return CountersRow(label, "-", 0, None, None, None, None, None, None, None, f"not counted: {e}")
+    except UnsupportedHere as e:
+        return CountersRow(label, "-", 0, None, None, None, None, None, None, None, f"not run here: {e}")
     return _row(label, prof, need)
 
 
