@@ -49,6 +49,7 @@ JARGON: dict[str, str] = {
     "bank conflict": r"\bbank[- ]conflicts?\b|\bbank-conflict-free\b|\bbanks?\b",
     "vectorized load": r"\bvectori[sz]ed\b|\bfloat4\b",
     "atomic": r"\batomics?\b",
+    "wavefront": r"\bwavefronts?\b",
     # performance model
     "napkin math": r"\bnapkin\b",
     "arithmetic intensity": r"\bintensity\b",
@@ -56,6 +57,8 @@ JARGON: dict[str, str] = {
     "ridge point": r"\bridge\b",
     "memory-bound": r"\b(?:memory|compute|bandwidth)-bound\b",
     "copy bandwidth": r"\bcopy bandwidth\b|\bmeasured copy\b",
+    "traffic amplification": r"\b(?:traffic )?amplification\b",
+    "compulsory bytes": r"\bcompulsory (?:bytes|traffic)\b",
     # techniques
     "GEMM": r"(?<!grouped )\b[SH]?GEMMs?\b",
     "tile": r"\btil(?:e|es|ed|ing)\b",

@@ -176,3 +176,90 @@ def test_explorer_without_records_says_none_recorded() -> None:
     assert NONE_RECORDED in _texts(thr) and NONE_RECORDED in _texts(roof)
     assert "emulated (CPU) record(s) excluded" in _texts(roof)
     assert _predicted(roof)
+
+
+# ------------------------------------------------------------------------------------- traffic model (counters)
+def _table(op: str, shape: dict, compulsory: float, rows: list[tuple[str, str, float | None]], dtype: str = "float32"):
+    """A counters table built by hand: (label, backends, global bytes) per row."""
+    import torch
+
+    from workbench.counters import CountersRow, CountersTable
+
+    made = [CountersRow(label, be, 1, None, None, None, None, gb, None if gb is None else gb / compulsory,
+                        note="" if gb is not None else "not counted")
+            for label, be, gb in rows]
+    return CountersTable(op, shape, getattr(torch, dtype), compulsory, made)
+
+
+def _h200():
+    from workbench import hardware
+
+    spec = hardware.DEVICES["H200"]
+    return spec, spec.measured_bandwidth_gbs, hardware.peak_tflops(spec, "float32")
+
+
+def test_traffic_model_memory_bound_is_counted_bytes_over_copy_bandwidth() -> None:
+    _, bw, _ = _h200()
+    n = 1024  # vecadd: 1 FLOP and 12 compulsory bytes per element
+    t = _table("vecadd", {"N": n}, 12 * n, [("grid", "cuda", 12 * n), ("chunked", "cuda", 96 * n),
+                                            ("torch", "-", None)])
+    grid, chunked = plots.traffic_model(t, device="H200")  # the uncounted row is left out
+    assert chunked["time_s"] == pytest.approx(96 * n / (bw * 1e9))
+    assert grid["gbps"] == pytest.approx(bw) and chunked["gbps"] == pytest.approx(bw / 8)  # 8x the bytes
+    assert chunked["tflops"] == pytest.approx(n / chunked["time_s"] / 1e12)
+    assert chunked["intensity"] == pytest.approx(1 / 12)  # drawn where a measurement of vecadd would be
+    assert chunked["bound"] == "memory" and chunked["scope"] == "L1-level requests only"
+    assert chunked["model"] == plots.MODEL_LABEL == "model from emulated counters, not a measurement"
+
+
+def test_traffic_model_compute_bound_is_flops_over_peak() -> None:
+    _, _, peak = _h200()
+    m = 1024  # 2 m^3 FLOPs against 12 m^2 bytes: far past the fp32 ridge
+    t = _table("gemm", {"M": m, "N": m, "K": m}, 12 * m * m, [("smem", "triton", 12 * m * m)])
+    (p,) = plots.traffic_model(t, device="H200")
+    assert p["bound"] == "compute" and p["tflops"] == pytest.approx(peak)
+    assert p["time_s"] == pytest.approx(2 * m**3 / (peak * 1e12))
+    assert p["scope"] == "bytes Triton's unmasked lanes request"
+
+
+def test_roofline_without_records_draws_the_model_labelled_as_such() -> None:
+    _, bw, _ = _h200()
+    n = 1024
+    t = _table("vecadd", {"N": n}, 12 * n, [("grid", "cuda", 12 * n), ("chunked", "cuda", 96 * n)])
+    fig = plots.roofline(None, device="H200", counted=t)
+    model = [tr for tr in fig.data if tr.legendgroup == "model"]
+    assert [tr.name for tr in model] == ["grid (model)", "chunked (model)"]
+    assert model[0].legendgrouptitle.text == "model from emulated counters, not a measurement<br>(L1-level requests only)"
+    assert list(model[1].x) == pytest.approx([1 / 12]) and list(model[1].y) == pytest.approx([bw / 12 / 8 / 1e3])
+    assert "Squares: model from emulated counters, not a measurement" in _texts(fig)
+    assert f"{NONE_RECORDED} vecadd" in _texts(fig)  # still says no GPU result exists
+    assert fig.layout.title.text.startswith("Roofline: vecadd, float32")
+
+
+def test_bars_and_lines_from_the_model_beside_no_records() -> None:
+    _, bw, _ = _h200()
+    tables = [_table("vecadd", {"N": n}, 12 * n, [("grid", "cuda", 12 * n), ("chunked", "cuda", 96 * n)])
+              for n in (1024, 4096)]
+    bars = plots.compare_variants(None, metric="gbps", counted=tables[1], device="H200")
+    assert [tr.name for tr in bars.data] == ["grid (model)", "chunked (model)"]
+    assert [tr.y[0] for tr in bars.data] == pytest.approx([bw, bw / 8])
+    assert bars.data[0].marker.pattern.shape == "/" and bars.data[0].text[0].startswith("model: ")
+    assert "none-recorded" not in [a.name for a in bars.layout.annotations]  # no banner over the bars
+    assert f"{NONE_RECORDED} vecadd: on a GPU machine" in _texts(bars)
+    lines = plots.throughput_vs_size(None, metric="gbps", counted=tables, device="H200")
+    assert [tr.name for tr in lines.data] == ["grid (model)", "chunked (model)"]
+    assert list(lines.data[1].x) == [1024, 4096] and list(lines.data[1].y) == pytest.approx([bw / 8] * 2)
+    assert lines.layout.xaxis.title.text == "N" and plots.MODEL_LABEL in lines.data[0].legendgrouptitle.text
+
+
+def test_model_beside_recorded_gpu_points() -> None:
+    recs = _records()
+    n = 512
+    t = _table("gemm", {"M": n, "N": n, "K": n}, 6 * n * n, [("tiled", "cuda", 12 * n * n)], "float16")
+    fig = plots.roofline(recs, counted=t)  # the records are fp16 GEMMs on an H200
+    names = [tr.name for tr in fig.data]
+    assert "tiled (measured)" in names and "tiled (model)" in names
+    assert NONE_RECORDED not in _texts(fig)
+    fig32 = plots.roofline(recs, counted=_table("gemm", {"M": n, "N": n, "K": n}, 12 * n * n, [("tiled", "cuda", 1)]))
+    assert "tiled (model)" not in [tr.name for tr in fig32.data]
+    assert "modelled rows of other dtypes not shown (this roofline is float16)" in _texts(fig32)

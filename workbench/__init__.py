@@ -54,6 +54,7 @@ _LAZY = {
     "bench": ("workbench.timer", "bench"),
     "peak_memory": ("workbench.timer", "peak_memory"),
     "profile": ("workbench.profile", None),  # callable module: wb.profile(fn, *inputs) -> Profile
+    "counters_table": ("workbench.counters", "counters_table"),
     "exercise": ("workbench.practice.exercises", "exercise"),
     "exercises": ("workbench.practice.exercises", "exercises"),
     "glossary": ("workbench.terms", "glossary"),

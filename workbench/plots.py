@@ -3,8 +3,11 @@
 Figures take records in the format of :mod:`workbench.results`. Only real-GPU measurements are drawn as
 performance: emulated records are excluded with a visible note, and a figure with no real records says so
 ("No real-GPU results recorded yet for <op> ..."). Predictions (napkin math) are drawn in their own legend
-group with open markers, never styled as measurements. Each variant keeps one colour across all figures of
-the session (:func:`variant_color`).
+group with open markers, never styled as measurements. Without GPU records a figure is still not empty when it is
+given ``counted=`` (:func:`workbench.counters_table` results): :func:`traffic_model` turns the emulators' exact byte
+counts into the time they need at the measured copy bandwidth (and the FLOPs at the datasheet peak), drawn in a legend
+group labelled "model from emulated counters, not a measurement". Each variant keeps one colour across all figures
+of the session (:func:`variant_color`).
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from workbench import hardware
 from workbench.results import validate_record
 
 __all__ = [
+    "MODEL_LABEL",
     "compare_variants",
     "explorer",
     "roofline",
     "save_html",
     "throughput_vs_size",
+    "traffic_model",
     "variant_color",
 ]
 
@@ -227,6 +232,145 @@ def _drop_empty(fig: go.Figure) -> go.Figure:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# traffic model: what the emulators' exact counts imply on a GPU, drawn beside (never as) measurements
+
+MODEL_LABEL = "model from emulated counters, not a measurement"
+_MODEL_COLOR_ALPHA = 0.45
+
+
+def _model_scope(backends: str) -> str:
+    """Return what the counted bytes are, for the model's label: sectors of L1 requests or Triton's bytes."""
+    kinds = {b.strip() for b in backends.split(",") if b.strip()}
+    if kinds and kinds <= {"cuda"}:
+        return "L1-level requests only"
+    if kinds and kinds <= {"triton"}:
+        return "bytes Triton's unmasked lanes request"
+    return "L1-level requests (CUDA C), bytes requested (Triton)"
+
+
+def _model_ceilings(spec: hardware.DeviceSpec, dtype: str) -> tuple[float, str, float | None]:
+    """Return (bandwidth GB/s and what it is, dense peak TFLOP/s or None) for the traffic model on ``spec``."""
+    mbw = spec.measured_bandwidth_gbs
+    bw_what = (f"measured copy bandwidth {_fmt(mbw)} GB/s" if mbw
+               else f"datasheet bandwidth {_fmt(spec.bandwidth_gbs)} GB/s (no measured copy bandwidth recorded)")
+    try:
+        peak: float | None = hardware.peak_tflops(spec, dtype)
+    except ValueError:
+        peak = None
+    return float(mbw or spec.bandwidth_gbs), bw_what, peak
+
+
+def traffic_model(counted: Any, device: hardware.DeviceSpec | str | None = None) -> list[dict[str, Any]]:
+    """Return one modelled point per counted variant: time >= counted bytes / copy bandwidth, >= FLOPs / peak.
+
+    Each point is drawn as a measurement of the same call would be: at the op's intensity (FLOPs / compulsory
+    bytes), with ``tflops`` = FLOPs / time and ``gbps`` = compulsory bytes / time, so a variant that moves 8x the
+    compulsory bytes sits 8x below the memory roof.
+
+    ``counted``: a :func:`workbench.counters_table` result, or several (one per problem size). The bytes are the
+    emulators' exact global traffic (CUDA C: 32-byte sectors of L1-level requests, nothing assumed cached;
+    Triton: bytes its unmasked lanes request); the FLOPs are the op's. The bandwidth is the device's measured
+    copy bandwidth (its datasheet value where none is recorded), the peak the dtype's dense datasheet peak,
+    both from :mod:`workbench.hardware`. ``device`` defaults to this GPU, else the reference H200. Rows the
+    emulators could not count are left out. Each point says it is a model (``"model": MODEL_LABEL``).
+    """
+    tables = [counted] if hasattr(counted, "rows") else list(counted)
+    if isinstance(device, hardware.DeviceSpec):
+        spec: hardware.DeviceSpec | None = device
+    elif device is not None:
+        spec = hardware.lookup(device)
+    else:
+        spec = hardware.current_device() or hardware.DEVICES[hardware.DEFAULT_DEVICE]
+    if spec is None:
+        raise ValueError(hardware.describe_unknown(str(device)))
+    out = []
+    for t in tables:
+        dtype = hardware.canonical_dtype(t.dtype)
+        bw, bw_what, peak = _model_ceilings(spec, dtype)
+        flops = t.flops()
+        for row in t.rows:
+            if not row.global_bytes:
+                continue
+            t_mem = row.global_bytes / (bw * 1e9)
+            t_cmp = flops / (peak * 1e12) if peak else 0.0
+            time_s = max(t_mem, t_cmp)
+            out.append({
+                "label": row.label, "op": t.op, "shape": dict(t.shape), "dtype": dtype, "flops": flops,
+                "bytes": float(row.global_bytes), "compulsory_bytes": t.compulsory_bytes,
+                "intensity": flops / t.compulsory_bytes if flops and t.compulsory_bytes else None,
+                "time_s": time_s, "tflops": flops / time_s / 1e12, "gbps": t.compulsory_bytes / time_s / 1e9,
+                "bound": "compute" if t_cmp > t_mem else "memory", "scope": _model_scope(row.backends),
+                "device": spec.name, "bandwidth": bw_what, "peak_tflops": peak, "model": MODEL_LABEL,
+            })
+    return out
+
+
+def _model_for(counted: Any, records: Sequence[Mapping[str, Any]], device: Any,
+               notes: list[str]) -> list[dict[str, Any]]:
+    """Return the traffic model of ``counted`` on the records' GPU (else ``device``, this GPU or the H200)."""
+    if counted is None:
+        return []
+    spec = _resolve_device(device, records, notes)
+    return traffic_model(counted, spec) if spec is not None else []
+
+
+def _banner_or_note(notes: list[str], op: str | None, measured: bool,
+                    modelled: bool) -> tuple[list[str], str | None]:
+    """Return (notes, banner): the 'none recorded' banner over an empty plot, a first note beside a model."""
+    if measured:
+        return notes, None
+    if modelled:
+        flag = f" --op {op}" if op else ""
+        return [f"No real-GPU results recorded yet for {op or 'this op'}: on a GPU machine, run "
+                f"`python -m workbench bench{flag}`."] + notes, None
+    return notes, _none_recorded(op)
+
+
+def _model_hover(p: Mapping[str, Any]) -> str:
+    peak = f", {p['dtype']} peak {_fmt(p['peak_tflops'])} TFLOP/s" if p["peak_tflops"] else ""
+    return (f"<b>{p['label']}</b> ({MODEL_LABEL})<br>{_shape_str(p['shape'])}, {p['dtype']}<br>"
+            f"counted bytes {p['bytes']:,.0f} ({p['scope']}): {p['bytes'] / p['compulsory_bytes']:.3g}x the "
+            f"compulsory {p['compulsory_bytes']:,.0f}; FLOPs {p['flops']:.3g}<br>"
+            f"time >= {p['time_s'] * 1e6:.3g} µs ({p['bound']}-bound) on {p['device']}: {p['bandwidth']}{peak}")
+
+
+def _model_group(pts: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    scopes = sorted({p["scope"] for p in pts})
+    return dict(legendgroup="model", legendgrouptitle_text=f"{MODEL_LABEL}<br>({'; '.join(scopes)})")
+
+
+def _model_traces(pts: Sequence[Mapping[str, Any]], x: str, y: str, mode: str = "markers") -> list[go.Scatter]:
+    """Return one trace per modelled variant (open squares, or a dotted line across sizes)."""
+    out = []
+    for name in dict.fromkeys(p["label"] for p in pts):
+        mine = sorted((p for p in pts if p["label"] == name), key=lambda p: p[x] or 0)
+        color = variant_color(name)
+        out.append(go.Scatter(
+            x=[p[x] for p in mine], y=[p[y] for p in mine], mode=mode, name=f"{name} (model)",
+            marker=dict(color=color, size=12, symbol="square-open", line=dict(width=2)),
+            line=dict(color=color, width=1.5, dash="dot"), hovertext=[_model_hover(p) for p in mine],
+            hoverinfo="text", **_model_group(pts)))
+    return out
+
+
+def _model_bars(pts: Sequence[Mapping[str, Any]], metric: str) -> list[go.Bar]:
+    """Return one hatched bar per modelled variant, its modelled time written above it."""
+    return [go.Bar(
+        x=[p["label"]], y=[p[metric]], name=f"{p['label']} (model)",
+        marker=dict(color=variant_color(p["label"]), opacity=0.6, pattern=dict(shape="/")),
+        text=[f"model: {p['time_s'] * 1e6:.3g} µs"], textposition="outside", hovertext=[_model_hover(p)],
+        hoverinfo="text", **_model_group(pts)) for p in pts]
+
+
+def _model_note(pts: Sequence[Mapping[str, Any]]) -> str:
+    p = pts[0]
+    peak = f" and >= FLOPs / the {p['dtype']} peak ({_fmt(p['peak_tflops'])} TFLOP/s)" if p["peak_tflops"] else ""
+    return (f"Squares: {MODEL_LABEL}. Time >= counted bytes / the {p['bandwidth']} on {p['device']}{peak}; "
+            "drawn as a measurement would be (the op's FLOPs and compulsory bytes over that time). The bytes are "
+            "exact emulated counts; no cache behaviour is modelled.")
+
+
+# ---------------------------------------------------------------------------------------------------------
 # throughput and bars
 
 
@@ -241,6 +385,7 @@ def _throughput(
     op: str | None,
     slots: Sequence[str] | None = None,
     marker_x: float | None = None,
+    model: Sequence[Mapping[str, Any]] = (),
 ) -> go.Figure:
     unit = _UNITS[metric]
     usable = [r for r in records if r[metric] is not None and x_of(r) is not None]
@@ -269,7 +414,10 @@ def _throughput(
                 visible=bool(recs) if slots is not None else True,
             )
         )
-    xs = [x_of(r) for r in usable]
+    if model:
+        fig.add_traces(_model_traces(model, "x", metric, mode="lines+markers"))
+        notes = notes + [_model_note(model)]
+    xs = [x_of(r) for r in usable] + [m["x"] for m in model]
     numeric = all(isinstance(x, (int, float)) for x in xs)
     log_x = numeric and _spread(xs) >= 8
     fig.update_xaxes(title_text=xlabel, type="log" if log_x else None)
@@ -277,15 +425,16 @@ def _throughput(
     if log_x and len(ticks) <= 12:  # label the measured sizes themselves (e.g. powers of two)
         fig.update_xaxes(tickvals=ticks, ticktext=[f"{v:g}" if v < 1e6 else f"{v:.3g}" for v in ticks])
     fig.update_yaxes(
-        title_text=unit, type="log" if _spread([r[metric] for r in usable]) >= 30 else None, rangemode="tozero"
+        title_text=unit, rangemode="tozero",
+        type="log" if _spread([r[metric] for r in usable] + [m[metric] for m in model]) >= 30 else None,
     )
     if marker_x is not None:
         fig.add_vline(x=marker_x, line=dict(color="#888", dash="dot", width=1))
     what = op or (usable[0]["op"] if usable else "")
     head = title or f"{what} throughput ({unit}) vs size".strip()
     prov = _provenance(usable) if usable else "no real-GPU measurements"
-    _finish(fig, head, prov, notes, None if usable else _none_recorded(op))
-    if not usable:
+    _finish(fig, head, prov, *_banner_or_note(notes, op, bool(usable), bool(model)))
+    if not usable and not model:
         fig.update_xaxes(showticklabels=False)
         fig.update_yaxes(showticklabels=False)
     return fig if slots is not None else _drop_empty(fig)
@@ -298,6 +447,8 @@ def throughput_vs_size(
     title: str | None = None,
     *,
     op: str | None = None,
+    counted: Any = None,
+    device: hardware.DeviceSpec | str | None = None,
 ) -> go.Figure:
     """Plot throughput against problem size, one line per variant, from real-GPU records.
 
@@ -305,13 +456,19 @@ def throughput_vs_size(
     varies across the records, else the product of all dims. Axes turn logarithmic when values span a wide
     range. Error bars show the p20-p80 spread. The subtitle names the GPU(s) and date(s) of the records.
     With no real records the figure says none are recorded (``op`` names the op in that message); emulated
-    records are excluded with a note.
+    records are excluded with a note. ``counted`` (:func:`workbench.counters_table` results, one per size) adds
+    the :func:`traffic_model` of each variant as a dotted line labelled "model from emulated counters, not a
+    measurement", on the records' GPU (else ``device``, this GPU or the reference H200).
     """
     _check_metric(metric)
     real, notes = _prepare(records)
-    op = op or (real[0]["op"] if real else None)
-    key, label = _pick_size_key(real, size_key)
-    return _throughput(real, notes, metric, x_of=lambda r: _size(r, key), xlabel=label, title=title, op=op)
+    model = _model_for(counted, real, device, notes)
+    op = op or (real[0]["op"] if real else model[0]["op"] if model else None)
+    sized = real or [{"shape": m["shape"], "op": m["op"], "variant": m["label"]} for m in model]
+    key, label = _pick_size_key(sized, size_key)
+    model = [{**m, "x": _size(m, key)} for m in model]
+    return _throughput(real, notes, metric, x_of=lambda r: _size(r, key), xlabel=label, title=title, op=op,
+                       model=model)
 
 
 def _choose_bars(real: Sequence[Mapping[str, Any]], shape: Mapping[str, int] | None,
@@ -372,17 +529,22 @@ def compare_variants(
     shape: Mapping[str, int] | None = None,
     op: str | None = None,
     title: str | None = None,
+    counted: Any = None,
+    device: hardware.DeviceSpec | str | None = None,
 ) -> go.Figure:
     """Plot one bar per variant at one shape (default: the largest shape every variant has), with % of peak.
 
     Only one dtype is compared (``dtype``, default the most common). The datasheet peak of the bound
     resource is drawn as a dashed line when the GPU has a datasheet entry. With no real records the figure
-    says none are recorded; emulated records are excluded with a note.
+    says none are recorded; emulated records are excluded with a note. ``counted`` (a
+    :func:`workbench.counters_table` result) adds a hatched bar per variant from :func:`traffic_model`, labelled
+    "model from emulated counters, not a measurement", on the records' GPU (else ``device``, this GPU or the H200).
     """
     _check_metric(metric)
     unit = _UNITS[metric]
     real, notes = _prepare(records)
-    op = op or (real[0]["op"] if real else None)
+    model = _model_for(counted, real, device, notes)
+    op = op or (real[0]["op"] if real else model[0]["op"] if model else None)
     if real:
         want = hardware.canonical_dtype(dtype) if dtype is not None else Counter(
             r["dtype"] for r in real
@@ -403,13 +565,18 @@ def compare_variants(
         )
     if chosen:
         _peak_line(fig, list(chosen.values()), metric, notes)
+    if model:
+        fig.add_traces(_model_bars(model, metric))
+        notes.append(_model_note(model).replace("Squares:", "Hatched bars:"))
     fig.update_yaxes(title_text=unit, rangemode="tozero")
     fig.update_xaxes(title_text="variant")
     head = title or f"{op or ''} variants compared ({unit})".strip()
     sub = f"{shape_note}, {_provenance(list(chosen.values()))}" if chosen else "no real-GPU measurements"
-    _finish(fig, head, sub, notes, None if chosen else _none_recorded(op))
-    fig.update_layout(showlegend=False, bargap=0.35)
-    if not chosen:
+    if model:
+        sub += f"; model at {_shape_str(model[0]['shape'])}, {model[0]['dtype']}"
+    _finish(fig, head, sub, *_banner_or_note(notes, op, bool(chosen), bool(model)))
+    fig.update_layout(showlegend=bool(model), bargap=0.35, barmode="group")
+    if not chosen and not model:
         fig.update_xaxes(showticklabels=False)
         fig.update_yaxes(showticklabels=False)
     return fig
@@ -555,6 +722,47 @@ def _log_range(values: Sequence[float]) -> list[float]:
     return [math.log10(values[0]), math.log10(values[1])]
 
 
+def _roofline_ceilings(spec: hardware.DeviceSpec | None, dtype: str, tf32: bool,
+                       notes: list[str]) -> tuple[float | None, float | None, float | None]:
+    """Return (dense peak TFLOP/s, datasheet bandwidth GB/s, ridge FLOP/B) of ``spec``; None where unknown."""
+    if spec is None:
+        return None, None, None
+    bw = float(spec.bandwidth_gbs)
+    try:
+        peak = hardware.peak_tflops(spec, dtype, tf32=tf32)
+    except ValueError as e:
+        notes.append(str(e))
+        return None, bw, None
+    return peak, bw, hardware.ridge_point(spec, dtype, tf32=tf32)
+
+
+def _roofline_names(meas: Sequence[Mapping[str, Any]], pts: Sequence[Mapping[str, Any]],
+                    slots: Sequence[str] | None, notes: list[str]) -> list[str]:
+    """Return the variant names drawn, in order: the explorer's slots, else measured then predicted names."""
+    names = list(slots) if slots is not None else []
+    found = [r["variant"] for r in meas] + ([p["label"] for p in pts] if slots is None else [])
+    names += [n for n in dict.fromkeys(found) if n not in names]
+    extra = [p for p in pts if p["label"] not in names]  # the explorer only draws its slots' names
+    if extra:
+        notes.append(f"{len(extra)} predicted point(s) with unknown labels not drawn.")
+    return names
+
+
+def _roofline_axes(fig: go.Figure, xs: Sequence[float], ys: Sequence[float], peak: float | None,
+                   bw: float | None, ridge: float | None) -> tuple[float, float]:
+    """Set log axes that hold every point, the ridge and two decades each side; return the x range."""
+    lo_x = 10 ** math.floor(math.log10(min([*xs, (ridge or 1.0) / 100]) / 3))
+    hi_x = 10 ** math.ceil(math.log10(max([*xs, (ridge or 1.0) * 10]) * 3))
+    ys = list(ys) + ([bw * lo_x / 1e3] if bw else [])
+    y_hi = max([*(ys or [1.0]), peak or 0.0]) * 6  # room above the flat roof for the names of compute-bound points
+    y_lo = max(min(ys or [1e-3]) / 2.5, y_hi / 1e7)
+    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte of DRAM traffic)",
+                     range=_log_range([lo_x, hi_x]), exponentformat="power", showgrid=True)
+    fig.update_yaxes(type="log", title_text="TFLOP/s", range=_log_range([y_lo, y_hi]),
+                     exponentformat="power", showgrid=True)
+    return lo_x, hi_x
+
+
 def _roofline(
     records: Sequence[Mapping[str, Any]],
     notes: list[str],
@@ -566,47 +774,31 @@ def _roofline(
     op: str | None,
     title: str | None,
     slots: Sequence[str] | None = None,
+    model: Sequence[Mapping[str, Any]] = (),
 ) -> go.Figure:
     notes = list(notes)
-    peak = bw = None
-    if spec is not None:
-        bw = float(spec.bandwidth_gbs)
-        try:
-            peak = hardware.peak_tflops(spec, dtype, tf32=tf32)
-        except ValueError as e:
-            notes.append(str(e))
-    ridge = peak * 1e3 / bw if peak and bw else None
+    peak, bw, ridge = _roofline_ceilings(spec, dtype, tf32, notes)
     meas = [r for r in records if r["tflops"] is not None and r["bytes"] > 0 and r["flops"] > 0]
     if len(meas) < len(records):
         notes.append(f"{len(records) - len(meas)} record(s) without FLOPs or bytes not drawn.")
     pts = _roofline_points(points, peak, bw, notes)
-
-    anchors = [r["flops"] / r["bytes"] for r in meas] + [p["intensity"] for p in pts] + ([ridge] if ridge else [])
-    lo_x = 10 ** math.floor(math.log10(min([*anchors, (ridge or 1.0) / 100]) / 3))
-    hi_x = 10 ** math.ceil(math.log10(max([*anchors, (ridge or 1.0) * 10]) * 3))
-    names = list(slots) if slots is not None else []
-    found = [r["variant"] for r in meas] + ([p["label"] for p in pts] if slots is None else [])
-    names += [n for n in dict.fromkeys(found) if n not in names]
-    extra = [p for p in pts if p["label"] not in names]  # the explorer only draws its slots' names
-    if extra:
-        notes.append(f"{len(extra)} predicted point(s) with unknown labels not drawn.")
+    model = [m for m in model if m["intensity"]]
+    names = _roofline_names(meas, pts, slots, notes)
     fig = go.Figure()
+    xs = [r["flops"] / r["bytes"] for r in meas] + [p["intensity"] for p in pts] + [m["intensity"] for m in model]
+    ys = [r["tflops"] for r in meas] + [p["tflops"] for p in pts] + [m["tflops"] for m in model]
+    lo_x, hi_x = _roofline_axes(fig, xs + ([ridge] if ridge else []), ys, peak, bw, ridge)
     for trace in _ceiling_traces(spec, dtype, tf32, peak, bw, lo_x, hi_x) + _variant_traces(meas, pts, names, ridge):
         has_data = trace.x is not None and len(trace.x) > 0
         if slots is not None:
             trace.visible = has_data
         if slots is not None or has_data:
             fig.add_trace(trace)
-
-    ys = [r["tflops"] for r in meas] + [p["tflops"] for p in pts] + ([bw * lo_x / 1e3] if bw else [])
-    y_hi = max([*(ys or [1.0]), peak or 0.0]) * 6  # room above the flat roof for the names of compute-bound points
-    y_lo = max(min(ys or [1e-3]) / 2.5, y_hi / 1e7)
-    fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte of DRAM traffic)",
-                     range=_log_range([lo_x, hi_x]), exponentformat="power", showgrid=True)
-    fig.update_yaxes(type="log", title_text="TFLOP/s", range=_log_range([y_lo, y_hi]),
-                     exponentformat="power", showgrid=True)
+    if model:
+        fig.add_traces(_model_traces(model, "intensity", "tflops"))
+        notes.append(_model_note(model))
     dname = hardware.canonical_dtype(dtype) + (" (tf32)" if tf32 else "")
-    what = op or (meas[0]["op"] if meas else "")
+    what = op or (meas[0]["op"] if meas else model[0]["op"] if model else "")
     head = title or f"Roofline{': ' + what if what else ''}, {dname} on {spec.name if spec else 'unknown GPU'}"
     sub = _provenance(meas) if meas else "datasheet ceilings (dense); no measurements drawn"
     fig = _finish(fig, head, sub, notes, None if meas else _none_recorded(op), empty_at_bottom=True)
@@ -771,6 +963,7 @@ def roofline(
     tf32: bool = False,
     op: str | None = None,
     title: str | None = None,
+    counted: Any = None,
 ) -> go.Figure:
     """Plot a log-log roofline: TFLOP/s against arithmetic intensity (FLOP/byte), with records and predictions.
 
@@ -782,17 +975,27 @@ def roofline(
     ``points`` are napkin-math predictions ``{"label", "intensity", "tflops": None, "predicted": True}``,
     drawn at the attainable bound min(peak, bandwidth x intensity) unless tflops is given, as open diamonds
     in their own "predicted (napkin math)" legend group. Emulated records are excluded with a note.
+    ``counted`` (a :func:`workbench.counters_table` result, or several) adds the traffic model of
+    :func:`traffic_model` as open squares in a legend group labelled "model from emulated counters, not a
+    measurement": each variant at FLOPs / counted bytes, at the time its counted bytes and FLOPs allow.
     """
     real, notes = _prepare(records)
+    tables = [] if counted is None else [counted] if hasattr(counted, "rows") else list(counted)
     if dtype is None:
-        dtype = Counter(r["dtype"] for r in real).most_common(1)[0][0] if real else "float32"
+        dtype = (Counter(r["dtype"] for r in real).most_common(1)[0][0] if real
+                 else hardware.canonical_dtype(tables[0].dtype) if tables else "float32")
     want = hardware.canonical_dtype(dtype)
     others = [r for r in real if r["dtype"] != want]
     if others:
         notes.append(f"{len(others)} record(s) of other dtypes not shown (this roofline is {want}).")
     real = [r for r in real if r["dtype"] == want]
     spec = _resolve_device(device, real, notes)
-    return _roofline(real, notes, spec, want, list(points or []), tf32=tf32, op=op, title=title)
+    model = traffic_model(tables, spec) if tables and spec is not None else []
+    if len([m for m in model if m["dtype"] == want]) < len(model):
+        notes.append(f"modelled rows of other dtypes not shown (this roofline is {want}).")
+    model = [m for m in model if m["dtype"] == want]
+    op = op or (tables[0].op if tables else None)
+    return _roofline(real, notes, spec, want, list(points or []), tf32=tf32, op=op, title=title, model=model)
 
 
 def save_html(fig: go.Figure, path: str | Path) -> Path:
