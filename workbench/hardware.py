@@ -21,6 +21,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import dtypes
+
 __all__ = [
     "DEVICES",
     "DEFAULT_DEVICE",
@@ -393,17 +395,6 @@ def current_device(index: int = 0) -> DeviceSpec | None:
 # ------------------------------------------------------------------------------------------------------------
 # dtypes
 
-_DTYPE_ALIASES = {
-    "float64": "float64", "double": "float64", "fp64": "float64", "f64": "float64",
-    "float32": "float32", "float": "float32", "fp32": "float32", "f32": "float32",
-    "tf32": "tf32", "tensorfloat32": "tf32",
-    "float16": "float16", "half": "float16", "fp16": "float16", "f16": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float8_e4m3fn": "float8", "float8_e5m2": "float8",
-    "float8_e4m3fnuz": "float8", "float8_e5m2fnuz": "float8",
-    "float8": "float8", "fp8": "float8", "e4m3": "float8", "e5m2": "float8",
-}
-
 _PEAK_FIELD = {
     "float64": "fp64_tflops",
     "float32": "fp32_tflops",
@@ -419,15 +410,12 @@ def canonical_dtype(dtype: Any) -> str:
 
     Raises ValueError for anything that is not a floating dtype the workbench knows.
     """
-    raw = str(dtype).strip().lower().removeprefix("torch.")
-    if raw not in _DTYPE_ALIASES:
-        raise ValueError(
-            f"unknown dtype {dtype!r}: expected a torch floating dtype or one of "
-            "'float64', 'float32', 'float16', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2' (or 'tf32')"
-        )
-    if _DTYPE_ALIASES[raw] == "float8":
-        return raw if raw.startswith("float8_") else "float8_e4m3fn"
-    return _DTYPE_ALIASES[raw]
+    if str(dtype).strip().lower() in ("tf32", "tensorfloat32"):
+        return "tf32"
+    try:
+        return dtypes.canonical(dtype, among=dtypes.FLOATS)
+    except ValueError as e:
+        raise ValueError(f"{e}; or 'tf32' for TF32 tensor-core math") from None
 
 
 def _peak_class(dtype: Any) -> str:

@@ -21,18 +21,11 @@ from typing import Any
 
 import torch
 
+from workbench import dtypes
 from workbench._mode import MODE
 
 BACKENDS = ("torch", "numba", "cupy", "cuda", "triton")
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float8_e4m3fn": torch.float8_e4m3fn,
-    "int32": torch.int32,
-    "int64": torch.int64,
-}
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in dtypes.NAMES}
 
 
 class OpError(ValueError):
@@ -47,12 +40,7 @@ def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
     """Return the torch dtype for a torch dtype or its name ('float16', 'fp16', 'bf16', ...)."""
     if isinstance(dtype, torch.dtype):
         return dtype
-    aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp64": "float64",
-               "float": "float32", "double": "float64", "fp8": "float8_e4m3fn", "e4m3": "float8_e4m3fn"}
-    name = aliases.get(str(dtype).replace("torch.", ""), str(dtype).replace("torch.", ""))
-    if name not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}: expected one of {sorted(DTYPES)} or a torch.dtype")
-    return DTYPES[name]
+    return DTYPES[dtypes.canonical(dtype)]
 
 
 def dtype_name(dtype: torch.dtype | str) -> str:

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbench import dtypes
+
 __all__ = [
     "SCHEMA",
     "RESULTS_DIR",
@@ -60,9 +62,6 @@ RECORD_FIELDS: dict[str, str] = {
     "command": "str",
 }
 VERSION_KEYS = ("python", "torch", "triton", "numba", "numba_cuda", "cupy", "cuda", "driver")
-_DTYPES = (
-    "float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8", "int32", "int64",
-)
 
 
 class RecordError(ValueError):
@@ -98,8 +97,8 @@ def validate_record(rec: Mapping[str, Any]) -> None:
     for key in ("op", "variant", "backend", "dtype"):
         if not isinstance(rec[key], str) or not rec[key].strip():
             raise bad(key)
-    if rec["dtype"] not in _DTYPES:
-        raise bad("dtype", f"one of {_DTYPES}, as torch names them without 'torch.'")
+    if rec["dtype"] not in dtypes.NAMES:
+        raise bad("dtype", f"one of {dtypes.NAMES}, as torch names them without 'torch.'")
     shape = rec["shape"]
     if not isinstance(shape, Mapping) or not shape:
         raise bad("shape")
