@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -48,10 +47,19 @@ def backend_status() -> dict[str, tuple[str, str]]:
                         ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "
                                      "no warp shuffles"))
         out["cupy"] = ("emulated", "numpy stands in for cupy")
-        cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-        out["cuda"] = (("emulated", f"CPU engine: CUDA C compiled with {cxx}, one fiber per CUDA thread")
-                       if cxx else ("unavailable", "no C++ compiler: apt-get install g++"))
+        out["cuda"] = _cpu_engine_status()
     return out
+
+
+def _cpu_engine_status() -> tuple[str, str]:
+    """Return how CUDA C runs without a GPU: the CPU engine with the compiler it would use, or why not."""
+    from workbench.cuda.errors import ToolchainNotFoundError
+    from workbench.cuda.toolchain import find_cxx
+
+    try:
+        return "emulated", f"CPU engine: CUDA C compiled with {find_cxx()}, one fiber per CUDA thread"
+    except ToolchainNotFoundError:
+        return "unavailable", "no C++ compiler: apt-get install g++ (or set $CXX)"
 
 
 def doctor() -> str:

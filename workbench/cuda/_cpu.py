@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -35,8 +34,9 @@ from workbench.cuda.errors import (
     LaunchConfigError,
     LaunchTimeoutError,
     LaunchTooLargeError,
-    ToolchainNotFoundError,
 )
+from workbench.cuda.toolchain import cache_dir, find_cxx, run_tool
+from workbench.cuda.toolchain import cxx_id as _cxx_id
 
 _HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = _HERE / "include"
@@ -48,42 +48,6 @@ _lock = threading.RLock()
 
 
 # ----------------------------------------------------------------------------------------------- toolchain
-def cache_dir() -> Path:
-    """Return the directory of compiled kernels ($WORKBENCH_CACHE/cuda or ~/.cache/kernel-workbench/cuda)."""
-    root = os.environ.get("WORKBENCH_CACHE")
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernel-workbench"
-    d = base / "cuda"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def find_cxx() -> str:
-    """Return the C++ compiler to use ($CXX, else g++, c++ or clang++ on PATH)."""
-    cand = [os.environ["CXX"]] if os.environ.get("CXX") else ["g++", "c++", "clang++"]
-    for c in cand:
-        exe = shutil.which(c)
-        if exe:
-            return exe
-    raise ToolchainNotFoundError(
-        "the CPU engine needs a C++17 compiler to build CUDA kernels, and none was found "
-        f"(looked for {', '.join(cand)} on PATH). Install one, e.g. `sudo apt-get install g++` "
-        "(Debian/Ubuntu), `conda install -c conda-forge cxx-compiler`, or Xcode command-line tools on macOS; "
-        "or set $CXX.")
-
-
-_cxx_id_cache: dict[str, str] = {}
-
-
-def _cxx_id(cxx: str) -> str:
-    if cxx not in _cxx_id_cache:
-        try:
-            out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
-        except OSError as e:  # pragma: no cover
-            raise ToolchainNotFoundError(f"cannot run the C++ compiler {cxx!r}: {e}") from e
-        _cxx_id_cache[cxx] = out.splitlines()[0] if out else cxx
-    return _cxx_id_cache[cxx]
-
-
 def _hash(*parts: str | bytes) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -97,10 +61,7 @@ def _headers_digest() -> str:
 
 
 def _run_compiler(cmd: list[str], what: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=600, input=stdin)
-    except FileNotFoundError as e:
-        raise ToolchainNotFoundError(f"cannot run {cmd[0]!r} to compile {what}: {e}") from e
+    return run_tool(cmd, f"to compile {what}", stdin=stdin, timeout=600)
 
 
 _runtime: ctypes.CDLL | None = None
