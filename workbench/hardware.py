@@ -19,9 +19,12 @@ import dataclasses
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench import dtypes
+
+if TYPE_CHECKING:
+    from workbench.cuda.arch import ArchLimits
 
 __all__ = [
     "DEVICES",
@@ -80,6 +83,22 @@ class DeviceSpec:
     measured_tflops: dict[str, float] = field(default_factory=dict)
     measured_source: Source | None = None
     notes: str = ""
+
+    @property
+    def sm(self) -> str:
+        """Return the CUDA target of this GPU's compute capability ('sm_90' for cc '9.0')."""
+        return "sm_" + self.cc.replace(".", "")
+
+    @property
+    def limits(self) -> ArchLimits:
+        """Return the per-SM limits of this GPU (shared memory, registers, threads, blocks) from the arch table.
+
+        :mod:`workbench.cuda.arch` is the one source of those limits; a DeviceSpec holds only what differs
+        between GPUs of one compute capability (SM count, memory, clocks, hence peaks).
+        """
+        from workbench.cuda import arch
+
+        return arch.get(self.cc)
 
     def source(self, field_name: str) -> Source:
         """Return the source of ``field_name`` (its own entry, else the device's default source)."""

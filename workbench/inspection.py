@@ -517,10 +517,12 @@ def occupancy_widget(threads_per_block: int = 256, regs_per_thread: int = 32, sm
     """Return an ipywidgets occupancy calculator (sliders + arch dropdown) showing the limiting resource."""
     import ipywidgets as w
 
-    t = w.IntSlider(value=threads_per_block, min=32, max=1024, step=32, description="threads/block",
-                    continuous_update=True)
-    r = w.IntSlider(value=regs_per_thread, min=1, max=255, step=1, description="regs/thread")
-    s = w.IntSlider(value=smem_per_block, min=0, max=228 * 1024, step=1024, description="smem/block (B)")
+    most = {k: max(getattr(L, k) for L in _arch.ARCHS.values())  # slider ranges: the largest of any arch
+            for k in ("max_threads_per_block", "max_regs_per_thread", "max_smem_per_sm")}
+    t = w.IntSlider(value=threads_per_block, min=32, max=most["max_threads_per_block"], step=32,
+                    description="threads/block", continuous_update=True)
+    r = w.IntSlider(value=regs_per_thread, min=1, max=most["max_regs_per_thread"], step=1, description="regs/thread")
+    s = w.IntSlider(value=smem_per_block, min=0, max=most["max_smem_per_sm"], step=1024, description="smem/block (B)")
     a = w.Dropdown(options=list(_arch.ARCHS), value=_arch.get(arch).name, description="arch")
     out = w.HTML()
 
