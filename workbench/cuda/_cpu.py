@@ -636,25 +636,11 @@ def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int
 
 
 def _scalar(where: str, code: str, a: Any) -> ctypes.Array:
+    """Return ``a`` as the bytes of a by-value parameter of type ``code``; refuse what a GPU would misread."""
     if code.startswith("s"):
-        size = int(code[1:])
-        if isinstance(a, (bytes, bytearray, memoryview)):
-            b = bytes(a)
-        elif isinstance(a, (np.ndarray, np.void)):
-            b = a.tobytes()
-        else:
-            raise KernelArgumentError(f"{where}: pass a by-value struct as bytes, a numpy structured scalar or a "
-                                      f"small array of exactly {size} bytes; got {_describe(a)}")
-        if len(b) != size:
-            raise KernelArgumentError(f"{where}: expected {size} bytes, got {len(b)}")
-        return ctypes.create_string_buffer(b, size)
+        return _struct(where, int(code[1:]), a)
     if code in ("f16", "bf16"):
-        if code == "f16" and isinstance(a, np.float16):
-            return ctypes.create_string_buffer(a.tobytes(), 2)
-        if code == "bf16" and isinstance(a, np.generic) and a.dtype.name == "bfloat16":
-            return ctypes.create_string_buffer(a.tobytes(), 2)
-        raise KernelArgumentError(f"{where}: expected {'np.float16' if code == 'f16' else 'a bfloat16 scalar'}, "
-                                  f"got {_describe(a)}")
+        return _half(where, code, a)
     dt = _SCALAR_DTYPES.get(code)
     if dt is None:
         raise KernelArgumentError(f"{where}: unsupported parameter type code {code!r}")
@@ -665,6 +651,33 @@ def _scalar(where: str, code: str, a: Any) -> ctypes.Array:
             raise KernelArgumentError(f"{where}: expected {_NP_NAMES[code]}, got {_describe(a)}; "
                                       f"the GPU would reinterpret its bytes. Convert with {_NP_NAMES[code]}(x).")
         return ctypes.create_string_buffer(a.tobytes(), a.dtype.itemsize)
+    return _python_scalar(where, code, dt, a)
+
+
+def _struct(where: str, size: int, a: Any) -> ctypes.Array:
+    if isinstance(a, (bytes, bytearray, memoryview)):
+        b = bytes(a)
+    elif isinstance(a, (np.ndarray, np.void)):
+        b = a.tobytes()
+    else:
+        raise KernelArgumentError(f"{where}: pass a by-value struct as bytes, a numpy structured scalar or a "
+                                  f"small array of exactly {size} bytes; got {_describe(a)}")
+    if len(b) != size:
+        raise KernelArgumentError(f"{where}: expected {size} bytes, got {len(b)}")
+    return ctypes.create_string_buffer(b, size)
+
+
+def _half(where: str, code: str, a: Any) -> ctypes.Array:
+    if code == "f16" and isinstance(a, np.float16):
+        return ctypes.create_string_buffer(a.tobytes(), 2)
+    if code == "bf16" and isinstance(a, np.generic) and a.dtype.name == "bfloat16":
+        return ctypes.create_string_buffer(a.tobytes(), 2)
+    raise KernelArgumentError(f"{where}: expected {'np.float16' if code == 'f16' else 'a bfloat16 scalar'}, "
+                              f"got {_describe(a)}")
+
+
+def _python_scalar(where: str, code: str, dt: type, a: Any) -> ctypes.Array:
+    """Pack a Python bool/int/float only where cupy would pass the same bytes (bool, int in range, double)."""
     if isinstance(a, bool):
         if code != "b":
             raise KernelArgumentError(f"{where}: got a Python bool; pass {_NP_NAMES[code]}(x)")
