@@ -1,4 +1,8 @@
-"""Command line: ``python -m workbench doctor`` and ``python -m workbench bench [--op OP] [--quick] [--out FILE]``."""
+"""Command line: ``python -m workbench doctor``, ``bench``, ``where OP`` and ``progress``.
+
+``bench [--op OP] [--quick] [--out FILE] [--include-emulated]`` checks and times; ``where OP`` lists everything
+about one op (``wb.where``).
+"""
 
 from __future__ import annotations
 
@@ -199,6 +203,16 @@ def show_progress(home: Path | None = None) -> int:
     return 0
 
 
+def show_where(parser: argparse.ArgumentParser, op: str) -> int:
+    """Print everything about ``op`` (an unknown op: the parser's error naming the known ones)."""
+    try:
+        workbench.get_op(op)
+    except KeyError as e:
+        parser.error(str(e.args[0]))
+    print(workbench.where(op))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the workbench command line."""
     p = argparse.ArgumentParser(prog="python -m workbench", description=__doc__)
@@ -214,7 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     pr = sub.add_parser("progress", help="show your interview-drill progress: drills passed by topic and level, "
                                           "the weakest topics")
     pr.add_argument("--home", type=Path, help="the folder holding progress.sqlite3 (default: $WORKBENCH_HOME)")
+    w = sub.add_parser("where", help="list everything about one op: contract, variants and their files, CUDA C, "
+                                     "known-wrong kernels, exercises, drills, tests, benchmarks, notebook sections")
+    w.add_argument("op", help=f"the op's name (one of {workbench.ops()})")
     args = p.parse_args(argv)
+    if args.cmd == "where":
+        return show_where(p, args.op)
     if args.cmd == "doctor":
         print(doctor())
         return 0
