@@ -14,7 +14,7 @@ import functools
 import importlib
 import inspect as _inspect
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import torch
 
 from workbench import dtypes
 from workbench._mode import MODE
+from workbench._sanitize import switched
 
 BACKENDS = ("torch", "numba", "cupy", "cuda", "triton")
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in dtypes.NAMES}
@@ -162,14 +163,9 @@ def ops() -> list[str]:
 _CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("wb_checking", default=False)
 
 
-@contextlib.contextmanager
-def poisoning(on: bool = True) -> Iterator[None]:
+def poisoning(on: bool = True) -> contextlib.AbstractContextManager[None]:
     """Make :func:`empty` fill new outputs with poison (NaN / int sentinel) inside this block."""
-    token = _CHECKING.set(on)
-    try:
-        yield
-    finally:
-        _CHECKING.reset(token)
+    return switched(_CHECKING, on)
 
 
 POISON_INT = -0x5A5A5A5A
