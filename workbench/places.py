@@ -92,6 +92,9 @@ def _rel(p: Path) -> str:
         return str(p)
 
 
+_LEFT = " style='text-align:left'"  # JupyterLab right-aligns table cells; names, paths and notes read left to right
+
+
 class Where(list):
     """The places of one op (a list of :class:`Place`), shown grouped by kind: HTML links in Jupyter, text else."""
 
@@ -142,8 +145,8 @@ class Where(list):
             for p in rows:
                 links = [f"<a href='{esc(p.href(base))}'>{esc(p.location)}</a>"]
                 links += [f"<a href='{esc(p.href(base, a))}'>{esc(_rel(a))}</a>" for a in p.also]
-                parts.append(f"<tr><td><code>{esc(p.name)}</code></td><td>{'; '.join(links)}</td>"
-                             f"<td>{esc(p.note)}</td></tr>")
+                parts.append(f"<tr><td{_LEFT}><code>{esc(p.name)}</code></td><td{_LEFT}>{'; '.join(links)}</td>"
+                             f"<td{_LEFT}>{esc(p.note)}</td></tr>")
             parts.append("</table>")
         parts.append("</div>")
         return "".join(parts)
