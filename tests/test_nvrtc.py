@@ -62,7 +62,12 @@ def _softmax_and_small() -> list[Build]:
            Build("kernels.softmax.ex_warp_starter:SOURCE", (), ("softmax_warp",)),  # what learners start from
            # known-wrong kernels: their bug must be the one they teach, not a compile error on the GPU
            Build("kernels/vecadd/wrong_vecadd.cu", (), ("vecadd_unguarded_f32",)),
-           Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",))]
+           Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",)),
+           Build("kernels/transpose/transpose.cu", (),
+                 ("transpose_naive_f32", "transpose_smem_f32", "transpose_padded_f32"))]
+    for ex in ("coalesce", "conflicts"):  # the transpose exercises' starters and solutions
+        for part in ("starter", "solution"):
+            out.append(Build(f"kernels.transpose.ex_{ex}_{part}:SOURCE", (), ("transpose_tile",)))
     for stem in ("naive", "online", "warp", "block", "vec", "rows"):
         base = f"softmax_{stem}"
         out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in _cuda.SUFFIX.values())))

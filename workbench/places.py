@@ -44,7 +44,7 @@ KINDS: dict[str, str] = {
 #: Where each op is taught: notebook -> {op: words its headings use for it}. The first op of a notebook is the
 #: chapter's own: every top-level section of that notebook is listed for it. Another op gets the headings of its
 #: notebook that use one of its words or name one of its exercises. Headings of any notebook that use an op's own
-#: name (``softmax``, ``moe_fp8``) are listed too.
+#: name (``softmax``, ``moe_fp8``) are listed too; an op no notebook teaches yet is simply not in this map.
 NOTEBOOKS: dict[str, dict[str, tuple[str, ...]]] = {
     "00-workbench-tour": {"vecadd": ("vector add",)},
     "01-gemm": {"gemm": ("gemm",), "gemm_fp8": ("fp8",)},

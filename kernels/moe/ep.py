@@ -51,12 +51,17 @@ workers.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
+import os
 import pickle
 import queue as queue_mod
+import sys
+import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -311,6 +316,52 @@ def _pick_backend(backend: str | None, world: int) -> str:
     return backend
 
 
+@contextlib.contextmanager
+def _stderr_to(f: Any) -> Iterator[None]:
+    """Point file descriptor 2 at ``f`` while processes start (they inherit it), then restore it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(f.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _tail(f: Any, n: int = 3000) -> str:
+    f.flush()
+    f.seek(0)
+    text = f.read().decode(errors="replace").strip()
+    return text[-n:] if text else "(it wrote nothing to stderr)"
+
+
+def _collect(procs: list, results: Any, backend: str, timeout_s: float, start: float, errlog: Any) -> dict[int, Any]:
+    """Gather every rank's report from the queue; raise on a rank's error, its silent death or the deadline."""
+    world, deadline = len(procs), start + timeout_s
+    reports: dict[int, Any] = {}
+    while len(reports) < world:
+        try:
+            kind, rank, payload = results.get(timeout=0.2)
+        except queue_mod.Empty:
+            dead = [r for r, p in enumerate(procs) if r not in reports and p.exitcode not in (None, 0)]
+            if dead:  # died without a word (killed, segfault, out of memory): give it a moment to report
+                time.sleep(0.5)
+                if results.empty():
+                    raise RuntimeError(f"ep rank {dead[0]} exited with code {procs[dead[0]].exitcode} without "
+                                       f"reporting; the ranks' stderr:\n{_tail(errlog)}") from None
+            if time.perf_counter() > deadline:
+                missing = [r for r in range(world) if r not in reports]
+                raise TimeoutError(f"ep check: ranks {missing} of {world} did not finish within "
+                                   f"{timeout_s:g} s (backend {backend}; a hung collective?): "
+                                   "all ranks killed") from None
+            continue
+        if kind == "error":
+            raise RuntimeError(f"ep rank {rank} of {world} failed (backend {backend}):\n{payload}")
+        reports[rank] = _from_bytes(payload)  # tensors, lists, numbers
+    return reports
+
+
 def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = None,
                   timeout_s: float = 120.0, repeats: int = 3) -> list[dict]:
     """Check ep_moe on several configs in one group of ``world`` spawned processes; return one dict per config.
@@ -351,29 +402,12 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
     start = time.perf_counter()
     procs = [ctx.Process(target=_worker, args=(r, world, store.port, backend, jobs, timeout_s, results),
                          daemon=True, name=f"ep-rank{r}") for r in range(world)]
-    reports: dict[int, list] = {}
+    errlog = tempfile.TemporaryFile()  # the ranks' stderr: shown if one dies before it can report
     try:
-        for p in procs:
-            p.start()
-        deadline = start + timeout_s
-        while len(reports) < world:
-            try:
-                kind, rank, payload = results.get(timeout=0.2)
-            except queue_mod.Empty:
-                dead = [r for r, p in enumerate(procs) if r not in reports and p.exitcode not in (None, 0)]
-                if dead:  # died without a word (killed, segfault, out of memory): give it a moment to report
-                    time.sleep(0.5)
-                    if results.empty():
-                        raise RuntimeError(f"ep rank {dead[0]} exited with code {procs[dead[0]].exitcode} "
-                                           "without reporting (killed? out of memory?)") from None
-                if time.perf_counter() > deadline:
-                    missing = [r for r in range(world) if r not in reports]
-                    raise TimeoutError(f"ep check: ranks {missing} of {world} did not finish within {timeout_s:g} s "
-                                       f"(backend {backend}; a hung collective?): all ranks killed") from None
-                continue
-            if kind == "error":
-                raise RuntimeError(f"ep rank {rank} of {world} failed (backend {backend}):\n{payload}")
-            reports[rank] = _from_bytes(payload)  # tensors, lists, numbers
+        with _stderr_to(errlog):
+            for p in procs:
+                p.start()
+        reports = _collect(procs, results, backend, timeout_s, start, errlog)
         for p in procs:
             p.join(timeout=10)
     finally:
@@ -382,6 +416,7 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
                 p.kill()
                 p.join(timeout=5)
         results.close()
+        errlog.close()
         del store
     wall_s = time.perf_counter() - start
 

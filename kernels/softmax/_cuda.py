@@ -16,8 +16,8 @@ VEC = {torch.float32: 4, torch.float16: 8, torch.bfloat16: 8}  # elements per 16
 _kernels: dict[tuple[str, str], object] = {}
 
 
-def kernel(cu: str, base: str, dtype: torch.dtype):
-    """Return the compiled kernel ``<base>_<dtype>`` of ``cu`` (cached per process)."""
+def kernel(cu: str | Path, base: str, dtype: torch.dtype):
+    """Return the compiled kernel ``<base>_<dtype>`` of ``cu`` (a name in this folder, or a path; cached)."""
     from workbench import cuda
 
     name = f"{base}_{SUFFIX[dtype]}"
@@ -26,7 +26,7 @@ def kernel(cu: str, base: str, dtype: torch.dtype):
     return _kernels[(cu, name)]
 
 
-def run(cu: str, base: str, x: torch.Tensor, grid: int, block: int | tuple[int, ...],
+def run(cu: str | Path, base: str, x: torch.Tensor, grid: int, block: int | tuple[int, ...],
         shared_mem: int = 0) -> torch.Tensor:
     """Launch ``kernel(x, out, M, N)`` over ``grid`` blocks of ``block`` threads and return ``out``."""
     out = empty_like(x)
