@@ -18,9 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python scripts/moe_ep.py` from a checkout without an install
     sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+from workbench import dtypes  # noqa: E402
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+EP_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def dtype(name: str) -> str:
+    """Return the canonical name of an EP dtype given by any name ('bf16', 'torch.float16', ...)."""
+    return dtypes.canonical(name, among=EP_DTYPES)
 
 
 def _kib(n: int) -> str:
@@ -56,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--I", type=int, default=128, help="expert intermediate size")
     ap.add_argument("--E", type=int, default=8, help="experts in total")
     ap.add_argument("--top-k", "--top_k", dest="top_k", type=int, default=2, help="experts per token")
-    ap.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    ap.add_argument("--dtype", type=dtype, default="float32", help=f"one of {', '.join(EP_DTYPES)} (or bf16, fp16)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--case", default="random", help="make_inputs case: random or one_expert")
     ap.add_argument("--no-renormalize", action="store_true", help="keep the raw softmax weights of the top_k")
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernels.moe.ep import run_ep_check
 
     try:
-        r = run_ep_check(world=a.world, T=a.T, d=a.d, I=a.I, E=a.E, top_k=a.top_k, dtype=DTYPES[a.dtype],
+        r = run_ep_check(world=a.world, T=a.T, d=a.d, I=a.I, E=a.E, top_k=a.top_k, dtype=dtypes.to_torch(a.dtype),
                          seed=a.seed, case=a.case, renormalize=not a.no_renormalize, backend=a.backend,
                          timeout_s=a.timeout)
     except (RuntimeError, TimeoutError, ValueError) as e:

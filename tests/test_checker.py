@@ -86,9 +86,9 @@ def test_correct_variant_passes(op, name):
 
 
 def test_cuda_grid_passes_when_engine_ready():
-    # vecadd/cuda_grid runs on the CPU engine in cpu mode; it is the one CUDA C variant today.
+    # vecadd/cuda_grid runs on the CPU engine in cpu mode (cupy on a GPU).
     if why := cuda_engine_ready():
-        pytest.skip(f"CUDA C engine not ready: {why}")
+        pytest.skip(f"CUDA C cannot run here: {why}")
     rep = wb.check(wb.variant("vecadd", "cuda_grid"), dtypes=["float32"], seeds=(0,), shapes=[{"N": 1}, {"N": 300}])
     assert rep.ok, rep.summary()
 

@@ -76,6 +76,30 @@ def test_argument_errors_name_kernel_and_parameter(mod, args, pattern):
         mod.get_function("saxpy")((1,), (8,), args(x, y))
 
 
+@pytest.mark.parametrize("code, value, packed", [
+    ("s4", b"abcd", b"abcd"), ("s2", np.array([1, 2], np.uint8), b"\x01\x02"), ("f16", np.float16(1), b"\x00<"),
+    ("b", True, b"\x01"), ("u8", 255, b"\xff"), ("i32", np.int32(-1), b"\xff" * 4),
+    ("f64", 0.5, b"\x00" * 6 + b"\xe0?"),
+])
+def test_scalars_pack_as_cupy_would(code, value, packed):
+    from workbench.cuda import _cpu
+
+    assert _cpu._scalar("p", code, value).raw == packed
+
+
+@pytest.mark.parametrize("code, value, pattern", [
+    ("s4", b"abc", "expected 4 bytes, got 3"), ("s4", 7, "pass a by-value struct"), ("f16", 1.0, "expected np.float16"),
+    ("bf16", np.float16(1), "expected a bfloat16 scalar"), ("q9", 1, "unsupported parameter type code 'q9'"),
+    ("i32", True, "got a Python bool; pass np.int32"), ("f32", 3, "got Python int 3.*np.float32\\(3\\)"),
+    ("u8", 256, "256 does not fit in unsigned char"), ("i64", "7", "expected a scalar \\(np.int64\\), got"),
+])
+def test_scalar_errors_say_what_to_pass(code, value, pattern):
+    from workbench.cuda import KernelArgumentError, _cpu
+
+    with pytest.raises(KernelArgumentError, match=f"^p: {pattern}"):
+        _cpu._scalar("p", code, value)
+
+
 def test_launch_config_errors(mod):
     from workbench.cuda import LaunchConfigError
 

@@ -106,3 +106,21 @@ def test_current_device_is_none_in_cpu_mode() -> None:
 
     if MODE == "cpu":
         assert hw.current_device() is None
+
+
+@pytest.mark.parametrize("key", sorted(hw.DEVICES))
+def test_every_device_links_to_its_arch_limits(key: str) -> None:
+    from workbench.cuda import arch
+
+    spec = hw.DEVICES[key]
+    lim = spec.limits
+    assert lim is arch.ARCHS[spec.sm]
+    assert ".".join(map(str, lim.compute_capability)) == spec.cc
+    assert lim.name == spec.sm and "sm_" in repr(spec.limits)
+
+
+def test_h200_limits_are_the_sm90_table() -> None:
+    lim = hw.get_device("H200").limits
+    assert hw.get_device("H200").sm == "sm_90"
+    assert (lim.max_smem_per_block, lim.max_smem_per_sm, lim.regs_per_sm) == (227 * 1024, 228 * 1024, 65536)
+    assert hw.get_device("T4").limits.max_smem_per_block == 64 * 1024

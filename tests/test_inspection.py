@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbench import inspection
-from workbench.cuda import arch
+from workbench.cuda import arch, toolchain
 from workbench.cuda.errors import ToolchainNotFoundError
 from workbench.inspection import inspect, occupancy, occupancy_widget
 
@@ -187,8 +187,8 @@ def test_missing_toolchain_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
         monkeypatch.delenv(v, raising=False)
-    monkeypatch.setattr(inspection, "_cuda_bin_dirs", lambda: [])
-    monkeypatch.setattr(inspection, "_triton_bin_dir", lambda: None)
+    monkeypatch.setattr(toolchain, "cuda_bin_dirs", lambda: [])
+    monkeypatch.setattr(toolchain, "triton_bin_dir", lambda: None)
     assert shutil.which("nvcc") is None
     with pytest.raises(ToolchainNotFoundError, match=r"nvcc.*pip install nvidia-cuda-nvcc"):
         inspect((CU / "sgemm.cu", "sgemm_tiled"), arch="sm_75")

@@ -16,6 +16,11 @@ def test_valid_record_passes() -> None:
     R.validate_record(make_record(emulated=True))
 
 
+def test_every_field_has_a_check() -> None:
+    assert list(R.FIELD_CHECKS) == list(R.RECORD_FIELDS)
+    R.validate_record({**make_record(), "device": {**make_record()["device"], "cc": None, "sm_count": None}})
+
+
 @pytest.mark.parametrize(
     ("change", "match"),
     [
@@ -29,6 +34,23 @@ def test_valid_record_passes() -> None:
         (lambda r: r["versions"].pop("triton"), "versions.*triton"),
         (lambda r: r.update(date="28/10/2026"), "'date'"),
         (lambda r: r.update(emulated="no"), "'emulated'"),
+        (lambda r: r.update(op=" "), "field 'op' is ' '; expected non-empty str$"),
+        (lambda r: r.update(dtype="bf16"), "'dtype'.*as torch names them"),
+        (lambda r: r.update(shape={"M": -1}), r"entry 'M': -1 is not a str -> non-negative int"),
+        (lambda r: r.update(shape={}), "'shape' is {}"),
+        (lambda r: r.update(time_ms=float("nan")), "'time_ms'"),
+        (lambda r: r.update(flops=-1.0), "'flops'"),
+        (lambda r: r.update(pct_peak=True), "'pct_peak'"),
+        (lambda r: r.update(gbps=r["gbps"] * 2), "'gbps'.*bytes / time_ms"),
+        (lambda r: r.update(emulated=True), "'tflops'.*emulated records must have None"),
+        (lambda r: r["device"].update(name=""), "device.name must be a non-empty str"),
+        (lambda r: r["device"].update(cc="sm_90"), "device.cc must be a str like '9.0'"),
+        (lambda r: r["device"].update(sm_count=True), "device.sm_count must be an int"),
+        (lambda r: r["device"].update(mem_gb="80"), "device.mem_gb must be a number"),
+        (lambda r: r.update(versions=None), "'versions' is None"),
+        (lambda r: r["versions"].update(torch=2.13), "versions.torch must be a str or None"),
+        (lambda r: r.update(date=None), "'date' is None"),
+        (lambda r: r.update(command=None), "'command'"),
     ],
 )
 def test_bad_records_name_the_field(change, match: str) -> None:

@@ -55,9 +55,10 @@ def limits():
     """Restore the time limit and the size guard after a test changes them."""
     from workbench.cuda import _limits
 
-    saved = (_limits._time_limit, _limits._size_guard)
+    saved = dict(_limits._chosen)
     yield _limits
-    _limits._time_limit, _limits._size_guard = saved
+    _limits._chosen.clear()
+    _limits._chosen.update(saved)
 
 
 # ------------------------------------------------------------------------------------------------ memcheck
@@ -388,7 +389,7 @@ def test_readme_sized_naive_gemm_is_refused_up_front(limits):
     import workbench as wb
     from workbench import cuda
 
-    limits._size_guard = limits._UNSET  # the default guard
+    limits._chosen.pop("size_guard", None)  # the default guard
     v = next(x for x in wb.variants("gemm") if x.name == "cuda_naive")
     a, b = wb.make_inputs("gemm", M=4096, N=4096, K=4096)
     t = time.perf_counter()
@@ -402,7 +403,7 @@ def test_limit_settings_and_environment(limits, monkeypatch):
 
     monkeypatch.setenv("WORKBENCH_CUDA_TIME_LIMIT", "12.5")
     monkeypatch.setenv("WORKBENCH_CUDA_SIZE_GUARD", "off")
-    limits._time_limit = limits._size_guard = limits._UNSET
+    limits._chosen.clear()  # neither set in this process: the environment decides
     assert cuda.time_limit() == 12.5 and cuda.size_guard() is None
     monkeypatch.setenv("WORKBENCH_CUDA_TIME_LIMIT", "soon")
     with pytest.raises(ValueError, match="WORKBENCH_CUDA_TIME_LIMIT"):

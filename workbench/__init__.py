@@ -69,6 +69,7 @@ _LAZY = {
     "bench_table": ("workbench.ui", "bench_table"),
     "save_html": ("workbench.plots", "save_html"),
     "inspect": ("workbench.inspection", "inspect"),
+    "where": ("workbench.places", "where"),
     "occupancy": ("workbench.inspection", "occupancy"),
     "occupancy_widget": ("workbench.inspection", "occupancy_widget"),
     "cuda": ("workbench.cuda", None),

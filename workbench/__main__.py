@@ -1,11 +1,14 @@
-"""Command line: ``python -m workbench doctor`` and ``python -m workbench bench [--op OP] [--quick] [--out FILE]``."""
+"""Command line: ``python -m workbench doctor``, ``bench``, ``where OP`` and ``progress``.
+
+``bench [--op OP] [--quick] [--out FILE] [--include-emulated]`` checks and times; ``where OP`` lists everything
+about one op (``wb.where``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import html
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -48,10 +51,19 @@ def backend_status() -> dict[str, tuple[str, str]]:
                         ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "
                                      "no warp shuffles"))
         out["cupy"] = ("emulated", "numpy stands in for cupy")
-        cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-        out["cuda"] = (("emulated", f"CPU engine: CUDA C compiled with {cxx}, one fiber per CUDA thread")
-                       if cxx else ("unavailable", "no C++ compiler: apt-get install g++"))
+        out["cuda"] = _cpu_engine_status()
     return out
+
+
+def _cpu_engine_status() -> tuple[str, str]:
+    """Return how CUDA C runs without a GPU: the CPU engine with the compiler it would use, or why not."""
+    from workbench.cuda.errors import ToolchainNotFoundError
+    from workbench.cuda.toolchain import find_cxx
+
+    try:
+        return "emulated", f"CPU engine: CUDA C compiled with {find_cxx()}, one fiber per CUDA thread"
+    except ToolchainNotFoundError:
+        return "unavailable", "no C++ compiler: apt-get install g++ (or set $CXX)"
 
 
 def doctor() -> str:
@@ -191,6 +203,16 @@ def show_progress(home: Path | None = None) -> int:
     return 0
 
 
+def show_where(parser: argparse.ArgumentParser, op: str) -> int:
+    """Print everything about ``op`` (an unknown op: the parser's error naming the known ones)."""
+    try:
+        workbench.get_op(op)
+    except KeyError as e:
+        parser.error(str(e.args[0]))
+    print(workbench.where(op))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the workbench command line."""
     p = argparse.ArgumentParser(prog="python -m workbench", description=__doc__)
@@ -206,7 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     pr = sub.add_parser("progress", help="show your interview-drill progress: drills passed by topic and level, "
                                           "the weakest topics")
     pr.add_argument("--home", type=Path, help="the folder holding progress.sqlite3 (default: $WORKBENCH_HOME)")
+    w = sub.add_parser("where", help="list everything about one op: contract, variants and their files, CUDA C, "
+                                     "known-wrong kernels, exercises, drills, tests, benchmarks, notebook sections")
+    w.add_argument("op", help=f"the op's name (one of {workbench.ops()})")
     args = p.parse_args(argv)
+    if args.cmd == "where":
+        return show_where(p, args.op)
     if args.cmd == "doctor":
         print(doctor())
         return 0

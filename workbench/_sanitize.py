@@ -21,10 +21,15 @@ def active() -> bool:
 
 
 @contextlib.contextmanager
-def sanitizing(on: bool = True) -> Iterator[None]:
-    """Run emulated launches inside the block checked (``on=True``) or unchecked (``on=False``)."""
-    token = _ACTIVE.set(on)
+def switched(flag: contextvars.ContextVar[bool], on: bool) -> Iterator[None]:
+    """Set ``flag`` to ``on`` inside the block (for this thread or task only), then put back what it was."""
+    token = flag.set(on)
     try:
         yield
     finally:
-        _ACTIVE.reset(token)
+        flag.reset(token)
+
+
+def sanitizing(on: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Run emulated launches inside the block checked (``on=True``) or unchecked (``on=False``)."""
+    return switched(_ACTIVE, on)

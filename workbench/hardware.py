@@ -19,7 +19,12 @@ import dataclasses
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from workbench import dtypes
+
+if TYPE_CHECKING:
+    from workbench.cuda.arch import ArchLimits
 
 __all__ = [
     "DEVICES",
@@ -78,6 +83,22 @@ class DeviceSpec:
     measured_tflops: dict[str, float] = field(default_factory=dict)
     measured_source: Source | None = None
     notes: str = ""
+
+    @property
+    def sm(self) -> str:
+        """Return the CUDA target of this GPU's compute capability ('sm_90' for cc '9.0')."""
+        return "sm_" + self.cc.replace(".", "")
+
+    @property
+    def limits(self) -> ArchLimits:
+        """Return the per-SM limits of this GPU (shared memory, registers, threads, blocks) from the arch table.
+
+        :mod:`workbench.cuda.arch` is the one source of those limits; a DeviceSpec holds only what differs
+        between GPUs of one compute capability (SM count, memory, clocks, hence peaks).
+        """
+        from workbench.cuda import arch
+
+        return arch.get(self.cc)
 
     def source(self, field_name: str) -> Source:
         """Return the source of ``field_name`` (its own entry, else the device's default source)."""
@@ -167,156 +188,69 @@ _TURING_WP = Source(
 )
 
 
-def _hopper_sources(ds: Source, sizes: Source) -> dict[str, Source]:
-    return {"default": ds, "sm_count": sizes, "l2_mb": sizes, "cc": sizes}
+def _sizes_from(ds: Source, sizes: Source, *derived: str) -> dict[str, Source]:
+    """Return a device's sources: peaks from the datasheet ``ds``; SM count, L2, cc and ``derived`` from ``sizes``."""
+    return {"default": ds, **dict.fromkeys(("sm_count", "l2_mb", "cc", *derived), sizes)}
 
 
-DEVICES: dict[str, DeviceSpec] = {
-    spec.key: spec
-    for spec in (
-        DeviceSpec(
-            key="H100-SXM",
-            name="NVIDIA H100 SXM",
-            aliases=("NVIDIA H100 80GB HBM3", "H100 SXM", "H100 SXM5", "H100"),
-            arch="Hopper",
-            cc="9.0",
-            sm_count=132,
-            mem_gb=80,
-            bandwidth_gbs=3350,
-            l2_mb=50,
-            fp64_tflops=34,
-            fp64_tensor_tflops=67,
-            fp32_tflops=67,
-            tf32_tflops=494.5,
-            fp16_tflops=989.5,
-            bf16_tflops=989.5,
-            fp8_tflops=1979,
-            sources=_hopper_sources(_H100_DS, _HOPPER_WP),
-            notes=(
-                "'NVIDIA H100 PCIe' and 'NVIDIA H100 NVL' are different parts (fewer "
-                "SMs, other memory): not matched."
-            ),
-        ),
-        DeviceSpec(
-            key="H200",
-            name="NVIDIA H200 SXM",
-            aliases=("NVIDIA H200", "H200 SXM", "H200 SXM5", "H200"),
-            arch="Hopper",
-            cc="9.0",
-            sm_count=132,
-            mem_gb=141,
-            bandwidth_gbs=4800,
-            l2_mb=50,
-            fp64_tflops=34,
-            fp64_tensor_tflops=67,
-            fp32_tflops=67,
-            tf32_tflops=494.5,
-            fp16_tflops=989.5,
-            bf16_tflops=989.5,
-            fp8_tflops=1979,
-            sources=_hopper_sources(_H200_DS, _H200_OBSERVED),
-            measured_bandwidth_gbs=4300,
-            measured_tflops={"bfloat16": 790},
-            measured_source=_MEASURED_H200,
-            notes=(
-                "The project's reference GPU. 'NVIDIA H200 NVL' (PCIe, lower power) is "
-                "a different part: not matched."
-            ),
-        ),
-        DeviceSpec(
-            key="A100-SXM-80GB",
-            name="NVIDIA A100 80GB SXM",
-            aliases=("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB", "A100 80GB SXM", "A100 SXM4 80GB"),
-            arch="Ampere",
-            cc="8.0",
-            sm_count=108,
-            mem_gb=80,
-            bandwidth_gbs=2039,
-            l2_mb=40,
-            fp64_tflops=9.7,
-            fp64_tensor_tflops=19.5,
-            fp32_tflops=19.5,
-            tf32_tflops=156,
-            fp16_tflops=312,
-            bf16_tflops=312,
-            fp8_tflops=None,
-            sources={"default": _A100_DS, "sm_count": _AMPERE_WP, "l2_mb": _AMPERE_WP, "cc": _AMPERE_WP},
-            notes=(
-                "The 40GB SXM (1,555 GB/s) and 80GB PCIe (1,935 GB/s) parts differ "
-                "in bandwidth: not matched."
-            ),
-        ),
-        DeviceSpec(
-            key="L4",
-            name="NVIDIA L4",
-            aliases=("NVIDIA L4", "L4"),
-            arch="Ada Lovelace",
-            cc="8.9",
-            sm_count=58,
-            mem_gb=24,
-            bandwidth_gbs=300,
-            l2_mb=48,
-            fp64_tflops=0.47,
-            fp64_tensor_tflops=None,
-            fp32_tflops=30.3,
-            tf32_tflops=60,
-            fp16_tflops=121,
-            bf16_tflops=121,
-            fp8_tflops=242.5,
-            sources={
-                "default": _L4_DS, "sm_count": _ADA_WP, "l2_mb": _ADA_WP, "cc": _ADA_WP,
-                "fp64_tflops": _ADA_WP,
-            },
-        ),
-        DeviceSpec(
-            key="RTX4090",
-            name="NVIDIA GeForce RTX 4090",
-            aliases=("NVIDIA GeForce RTX 4090", "GeForce RTX 4090", "RTX 4090", "RTX4090"),
-            arch="Ada Lovelace",
-            cc="8.9",
-            sm_count=128,
-            mem_gb=24,
-            bandwidth_gbs=1008,
-            l2_mb=72,
-            fp64_tflops=1.29,
-            fp64_tensor_tflops=None,
-            fp32_tflops=82.6,
-            tf32_tflops=82.6,
-            fp16_tflops=165.2,
-            bf16_tflops=165.2,
-            fp8_tflops=330.3,
-            sources={"default": _ADA_WP},
-            notes=(
-                "GeForce tensor rates with fp32 accumulation are half those with fp16 "
-                "accumulation; fp32-acc stored."
-            ),
-        ),
-        DeviceSpec(
-            key="T4",
-            name="NVIDIA T4",
-            aliases=("Tesla T4", "NVIDIA T4", "T4"),
-            arch="Turing",
-            cc="7.5",
-            sm_count=40,
-            mem_gb=16,
-            bandwidth_gbs=320,
-            l2_mb=4,
-            fp64_tflops=0.25,
-            fp64_tensor_tflops=None,
-            fp32_tflops=8.1,
-            tf32_tflops=None,
-            fp16_tflops=65,
-            bf16_tflops=None,
-            fp8_tflops=None,
-            sources={"default": _T4_DS, "sm_count": _TURING_WP, "l2_mb": _TURING_WP, "cc": _TURING_WP,
-                     "fp64_tflops": _TURING_WP},
-            notes=(
-                "torch reports this card as 'Tesla T4'. No bf16 hardware: bf16 "
-                "kernels run emulated, slowly."
-            ),
-        ),
-    )
+# One row per GPU. Sizes: product name, architecture, compute capability, SMs, memory (GB), bandwidth (GB/s), L2 (MB).
+# Dense datasheet peaks in TFLOP/s: fp64, fp64 tensor, fp32, tf32, fp16, bf16, fp8 (None: no such unit).
+_SIZES: dict[str, tuple[str, str, str, int, float, float, float]] = {
+    "H100-SXM": ("NVIDIA H100 SXM", "Hopper", "9.0", 132, 80, 3350, 50),
+    "H200": ("NVIDIA H200 SXM", "Hopper", "9.0", 132, 141, 4800, 50),
+    "A100-SXM-80GB": ("NVIDIA A100 80GB SXM", "Ampere", "8.0", 108, 80, 2039, 40),
+    "L4": ("NVIDIA L4", "Ada Lovelace", "8.9", 58, 24, 300, 48),
+    "RTX4090": ("NVIDIA GeForce RTX 4090", "Ada Lovelace", "8.9", 128, 24, 1008, 72),
+    "T4": ("NVIDIA T4", "Turing", "7.5", 40, 16, 320, 4),
 }
+_PEAKS: dict[str, tuple[float | None, ...]] = {
+    "H100-SXM": (34, 67, 67, 494.5, 989.5, 989.5, 1979),
+    "H200": (34, 67, 67, 494.5, 989.5, 989.5, 1979),
+    "A100-SXM-80GB": (9.7, 19.5, 19.5, 156, 312, 312, None),
+    "L4": (0.47, None, 30.3, 60, 121, 121, 242.5),
+    "RTX4090": (1.29, None, 82.6, 82.6, 165.2, 165.2, 330.3),
+    "T4": (0.25, None, 8.1, None, 65, None, None),
+}
+_PEAK_FIELDS = ("fp64_tflops", "fp64_tensor_tflops", "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops",
+                "fp8_tflops")
+#: The names torch reports (and people type) for each GPU.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "H100-SXM": ("NVIDIA H100 80GB HBM3", "H100 SXM", "H100 SXM5", "H100"),
+    "H200": ("NVIDIA H200", "H200 SXM", "H200 SXM5", "H200"),
+    "A100-SXM-80GB": ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB", "A100 80GB SXM", "A100 SXM4 80GB"),
+    "L4": ("NVIDIA L4", "L4"),
+    "RTX4090": ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090", "RTX 4090", "RTX4090"),
+    "T4": ("Tesla T4", "NVIDIA T4", "T4"),
+}
+_SOURCES: dict[str, dict[str, Source]] = {
+    "H100-SXM": _sizes_from(_H100_DS, _HOPPER_WP),
+    "H200": _sizes_from(_H200_DS, _H200_OBSERVED),
+    "A100-SXM-80GB": _sizes_from(_A100_DS, _AMPERE_WP),
+    "L4": _sizes_from(_L4_DS, _ADA_WP, "fp64_tflops"),
+    "RTX4090": {"default": _ADA_WP},
+    "T4": _sizes_from(_T4_DS, _TURING_WP, "fp64_tflops"),
+}
+_NOTES: dict[str, str] = {
+    "H100-SXM": "'NVIDIA H100 PCIe' and 'NVIDIA H100 NVL' are different parts (fewer SMs, other memory): not matched.",
+    "H200": "The project's reference GPU. 'NVIDIA H200 NVL' (PCIe, lower power) is a different part: not matched.",
+    "A100-SXM-80GB": "The 40GB SXM (1,555 GB/s) and 80GB PCIe (1,935 GB/s) parts differ in bandwidth: not matched.",
+    "RTX4090": "GeForce tensor rates with fp32 accumulation are half those with fp16 accumulation; fp32-acc stored.",
+    "T4": "torch reports this card as 'Tesla T4'. No bf16 hardware: bf16 kernels run emulated, slowly.",
+}
+#: Ceilings measured on a real GPU (a copy's bandwidth, a vendor matmul's TFLOP/s), where one was measured.
+_MEASURED: dict[str, dict[str, Any]] = {
+    "H200": {"measured_bandwidth_gbs": 4300, "measured_tflops": {"bfloat16": 790}, "measured_source": _MEASURED_H200},
+}
+
+
+def _device(key: str) -> DeviceSpec:
+    name, arch, cc, sm_count, mem_gb, bandwidth_gbs, l2_mb = _SIZES[key]
+    return DeviceSpec(key=key, name=name, aliases=_ALIASES[key], arch=arch, cc=cc, sm_count=sm_count, mem_gb=mem_gb,
+                      bandwidth_gbs=bandwidth_gbs, l2_mb=l2_mb, **dict(zip(_PEAK_FIELDS, _PEAKS[key], strict=True)),
+                      sources=_SOURCES[key], notes=_NOTES.get(key, ""), **_MEASURED.get(key, {}))
+
+
+DEVICES: dict[str, DeviceSpec] = {key: _device(key) for key in _SIZES}
 
 #: The device whose datasheet ceilings are drawn when no GPU is present: the project's reference H200 box.
 DEFAULT_DEVICE = "H200"
@@ -393,17 +327,6 @@ def current_device(index: int = 0) -> DeviceSpec | None:
 # ------------------------------------------------------------------------------------------------------------
 # dtypes
 
-_DTYPE_ALIASES = {
-    "float64": "float64", "double": "float64", "fp64": "float64", "f64": "float64",
-    "float32": "float32", "float": "float32", "fp32": "float32", "f32": "float32",
-    "tf32": "tf32", "tensorfloat32": "tf32",
-    "float16": "float16", "half": "float16", "fp16": "float16", "f16": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float8_e4m3fn": "float8", "float8_e5m2": "float8",
-    "float8_e4m3fnuz": "float8", "float8_e5m2fnuz": "float8",
-    "float8": "float8", "fp8": "float8", "e4m3": "float8", "e5m2": "float8",
-}
-
 _PEAK_FIELD = {
     "float64": "fp64_tflops",
     "float32": "fp32_tflops",
@@ -419,15 +342,12 @@ def canonical_dtype(dtype: Any) -> str:
 
     Raises ValueError for anything that is not a floating dtype the workbench knows.
     """
-    raw = str(dtype).strip().lower().removeprefix("torch.")
-    if raw not in _DTYPE_ALIASES:
-        raise ValueError(
-            f"unknown dtype {dtype!r}: expected a torch floating dtype or one of "
-            "'float64', 'float32', 'float16', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2' (or 'tf32')"
-        )
-    if _DTYPE_ALIASES[raw] == "float8":
-        return raw if raw.startswith("float8_") else "float8_e4m3fn"
-    return _DTYPE_ALIASES[raw]
+    if str(dtype).strip().lower() in ("tf32", "tensorfloat32"):
+        return "tf32"
+    try:
+        return dtypes.canonical(dtype, among=dtypes.FLOATS)
+    except ValueError as e:
+        raise ValueError(f"{e}; or 'tf32' for TF32 tensor-core math") from None
 
 
 def _peak_class(dtype: Any) -> str:

@@ -19,8 +19,6 @@ import hashlib
 import html
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -29,71 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cuda import arch as _arch
-from workbench.cuda.errors import CompileError, ToolchainNotFoundError
+from workbench.cuda.errors import CompileError
+from workbench.cuda.toolchain import cache_dir, find_cuda_tool, nvcc_cache_key, nvcc_options, run_tool
 
 __all__ = ["inspect", "occupancy", "occupancy_widget", "KernelInspection", "find_cuda_tool"]
 
 OCCUPANCY_ARCHS = ("sm_80", "sm_90")
-_INSTALL_HINT = (
-    "Install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads; e.g. `sudo apt-get install "
-    "cuda-nvcc-12-8`) or the pip wheel `pip install nvidia-cuda-nvcc` (nvcc + ptxas), then put its bin/ "
-    "directory on PATH or set CUDA_HOME. No GPU is needed.")
-
-
-# ----------------------------------------------------------------------------------------------- tools
-def _cuda_bin_dirs() -> list[str]:
-    dirs = []
-    for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
-        if os.environ.get(var):
-            dirs.append(os.path.join(os.environ[var], "bin"))
-    dirs += ["/usr/local/cuda/bin", "/opt/cuda/bin"]
-    try:  # pip wheels: nvidia-cuda-nvcc(-cu12)
-        import nvidia  # type: ignore[import-not-found]
-
-        for p in getattr(nvidia, "__path__", []):
-            dirs += [os.path.join(p, "cuda_nvcc", "bin"), os.path.join(p, "cu13", "bin")]
-    except ImportError:
-        pass
-    return dirs
-
-
-def _triton_bin_dir() -> str | None:
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("triton")
-    except (ImportError, ValueError):
-        return None
-    if not spec or not spec.origin:
-        return None
-    d = Path(spec.origin).parent / "backends" / "nvidia" / "bin"
-    return str(d) if d.is_dir() else None
-
-
-def find_cuda_tool(tool: str, *, allow_triton: bool = True) -> str:
-    """Return the path of a CUDA tool (nvcc, ptxas, cuobjdump, nvdisasm) or raise ToolchainNotFoundError."""
-    exe = shutil.which(tool)
-    if exe:
-        return exe
-    dirs = _cuda_bin_dirs()
-    if allow_triton and tool != "nvcc":
-        tb = _triton_bin_dir()
-        if tb:
-            dirs.append(tb)
-    for d in dirs:
-        p = os.path.join(d, tool)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    raise ToolchainNotFoundError(f"workbench.inspect needs the CUDA tool {tool!r}, which was not found on PATH "
-                                 f"or in {', '.join(dirs) or 'the usual CUDA locations'}. {_INSTALL_HINT}")
-
-
-def _run(cmd: list[str], what: str, cwd: str | None = None) -> subprocess.CompletedProcess:
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=cwd)
-    except FileNotFoundError as e:
-        raise ToolchainNotFoundError(f"cannot run {cmd[0]!r} ({what}): {e}. {_INSTALL_HINT}") from e
-    return r
 
 
 # ----------------------------------------------------------------------------------------------- result
@@ -273,30 +212,10 @@ def _spec_of(obj: Any, name: str | None, options: tuple, kw: dict) -> dict:
                     "with inspect_spec()")
 
 
-def _nvcc_options(options: tuple) -> list[str]:
-    out = []
-    for o in options:
-        if re.match(r"^(-arch|--gpu-architecture|-gencode|--generate-code|-code)\b", o):
-            continue
-        out.append(o)
-    return out
-
-
-def nvcc_cache_key(src_text: str, src_path: str | None, nvcc: str, *parts: str) -> str:
-    """Return a hash of every input to one nvcc run: source, local headers beside it, nvcc, and ``parts``."""
-    keyed = [src_text, *parts, nvcc, str(os.path.getmtime(nvcc))]
-    if src_path:  # local headers (#include "x.cuh") beside the source are inputs too
-        for h in sorted(Path(src_path).parent.glob("*.cu*")) + sorted(Path(src_path).parent.glob("*.h")):
-            keyed += [h.name, h.read_text(errors="replace")]
-    return hashlib.sha256("\0".join(keyed).encode()).hexdigest()[:32]
-
-
 def _cache_file(src_text: str, src_path: str | None, name: str, options: tuple, arch: str, nvcc: str) -> Path:
     """Return the on-disk cache entry for one nvcc -> ptxas -> cuobjdump run (keyed by every input to it)."""
-    from workbench.cuda._cpu import cache_dir
-
     key = nvcc_cache_key(src_text, src_path, nvcc, name, repr(options), arch)
-    return cache_dir().parent / "inspect" / f"{key}.json"
+    return cache_dir("inspect") / f"{key}.json"
 
 
 def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str, str, str]:
@@ -334,18 +253,18 @@ def _cuda_compile_uncached(src: Any, name: str, options: tuple, arch: str, nvcc:
             inc += f"static void* __wb_inspect_instance __attribute__((unused)) = (void*)&{name};\n"
         main.write_text(inc)
         ptx = Path(td) / "kernel.ptx"
-        cmd = [nvcc, f"-arch={arch}", "-ptx", "-o", str(ptx), *_nvcc_options(options), str(main)]
+        cmd = [nvcc, f"-arch={arch}", "-ptx", "-o", str(ptx), *nvcc_options(options), str(main)]
         if src.path:
             cmd.insert(1, f"-I{os.path.dirname(src.path)}")
-        r = _run(cmd, "nvcc")
+        r = run_tool(cmd, "nvcc")
         if r.returncode != 0:
             raise CompileError(f"nvcc failed to compile {src.display_name} for {arch}:\n{r.stderr[-4000:]}",
                                r.stderr, src.path)
         cubin = Path(td) / "kernel.cubin"
-        r2 = _run([ptxas, f"-arch={arch}", "-v", str(ptx), "-o", str(cubin)], "ptxas")
+        r2 = run_tool([ptxas, f"-arch={arch}", "-v", str(ptx), "-o", str(cubin)], "ptxas")
         if r2.returncode != 0:
             raise CompileError(f"ptxas failed for {src.display_name} ({arch}):\n{r2.stderr[-4000:]}", r2.stderr)
-        r3 = _run([cuobjdump, "-sass", str(cubin)], "cuobjdump")
+        r3 = run_tool([cuobjdump, "-sass", str(cubin)], "cuobjdump")
         return ptx.read_text(), r2.stdout + r2.stderr, r3.stdout
 
 
@@ -457,10 +376,10 @@ def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str
     with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
         pf = Path(td) / "k.ptx"
         pf.write_text(ptx)
-        r = _run([ptxas, f"-arch={_ptx_target(ptx)}", "-v", str(pf), "-o", str(Path(td) / "v.cubin")], "ptxas")
+        r = run_tool([ptxas, f"-arch={_ptx_target(ptx)}", "-v", str(pf), "-o", str(Path(td) / "v.cubin")], "ptxas")
         cub = Path(td) / "k.cubin"
         cub.write_bytes(k.asm["cubin"])
-        r3 = _run([cuobjdump, "-sass", str(cub)], "cuobjdump")
+        r3 = run_tool([cuobjdump, "-sass", str(cub)], "cuobjdump")
     return ptx, r.stdout + r.stderr, r3.stdout, k.asm.get("ttgir", ""), int(k.metadata.shared), k.metadata.name
 
 
@@ -598,10 +517,12 @@ def occupancy_widget(threads_per_block: int = 256, regs_per_thread: int = 32, sm
     """Return an ipywidgets occupancy calculator (sliders + arch dropdown) showing the limiting resource."""
     import ipywidgets as w
 
-    t = w.IntSlider(value=threads_per_block, min=32, max=1024, step=32, description="threads/block",
-                    continuous_update=True)
-    r = w.IntSlider(value=regs_per_thread, min=1, max=255, step=1, description="regs/thread")
-    s = w.IntSlider(value=smem_per_block, min=0, max=228 * 1024, step=1024, description="smem/block (B)")
+    most = {k: max(getattr(L, k) for L in _arch.ARCHS.values())  # slider ranges: the largest of any arch
+            for k in ("max_threads_per_block", "max_regs_per_thread", "max_smem_per_sm")}
+    t = w.IntSlider(value=threads_per_block, min=32, max=most["max_threads_per_block"], step=32,
+                    description="threads/block", continuous_update=True)
+    r = w.IntSlider(value=regs_per_thread, min=1, max=most["max_regs_per_thread"], step=1, description="regs/thread")
+    s = w.IntSlider(value=smem_per_block, min=0, max=most["max_smem_per_sm"], step=1024, description="smem/block (B)")
     a = w.Dropdown(options=list(_arch.ARCHS), value=_arch.get(arch).name, description="arch")
     out = w.HTML()
 

@@ -14,25 +14,19 @@ import functools
 import importlib
 import inspect as _inspect
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from workbench import dtypes
 from workbench._mode import MODE
+from workbench._sanitize import switched
 
 BACKENDS = ("torch", "numba", "cupy", "cuda", "triton")
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float8_e4m3fn": torch.float8_e4m3fn,
-    "int32": torch.int32,
-    "int64": torch.int64,
-}
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in dtypes.NAMES}
 
 
 class OpError(ValueError):
@@ -47,12 +41,7 @@ def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
     """Return the torch dtype for a torch dtype or its name ('float16', 'fp16', 'bf16', ...)."""
     if isinstance(dtype, torch.dtype):
         return dtype
-    aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp64": "float64",
-               "float": "float32", "double": "float64", "fp8": "float8_e4m3fn", "e4m3": "float8_e4m3fn"}
-    name = aliases.get(str(dtype).replace("torch.", ""), str(dtype).replace("torch.", ""))
-    if name not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}: expected one of {sorted(DTYPES)} or a torch.dtype")
-    return DTYPES[name]
+    return DTYPES[dtypes.canonical(dtype)]
 
 
 def dtype_name(dtype: torch.dtype | str) -> str:
@@ -174,14 +163,9 @@ def ops() -> list[str]:
 _CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("wb_checking", default=False)
 
 
-@contextlib.contextmanager
-def poisoning(on: bool = True) -> Iterator[None]:
+def poisoning(on: bool = True) -> contextlib.AbstractContextManager[None]:
     """Make :func:`empty` fill new outputs with poison (NaN / int sentinel) inside this block."""
-    token = _CHECKING.set(on)
-    try:
-        yield
-    finally:
-        _CHECKING.reset(token)
+    return switched(_CHECKING, on)
 
 
 POISON_INT = -0x5A5A5A5A

@@ -15,14 +15,17 @@ import math
 import platform
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from workbench import dtypes
 
 __all__ = [
     "SCHEMA",
     "RESULTS_DIR",
     "RECORD_FIELDS",
+    "FIELD_CHECKS",
     "VERSION_KEYS",
     "RecordError",
     "collect_versions",
@@ -60,9 +63,6 @@ RECORD_FIELDS: dict[str, str] = {
     "command": "str",
 }
 VERSION_KEYS = ("python", "torch", "triton", "numba", "numba_cuda", "cupy", "cuda", "driver")
-_DTYPES = (
-    "float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8", "int32", "int64",
-)
 
 
 class RecordError(ValueError):
@@ -73,11 +73,126 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_text(x: Any) -> bool:
+    return isinstance(x, str) and bool(x.strip())
+
+
+#: A field check returns None when the value is fine, else why not ("" when the field's expectation says it all).
+Check = Callable[[Any], "str | None"]
+
+
+def _when(ok: Callable[[Any], bool], why: str = "") -> Check:
+    """Return a check that passes the values ``ok`` accepts and explains the rest with ``why``."""
+    return lambda v: None if ok(v) else why
+
+
+def _each(*checks: Check) -> Check:
+    """Return a check that runs ``checks`` in order and reports the first complaint."""
+    return lambda v: next((why for why in (c(v) for c in checks) if why is not None), None)
+
+
+def _check_shape(shape: Any) -> str | None:
+    if not isinstance(shape, Mapping) or not shape:
+        return ""
+    for k, v in shape.items():
+        if not isinstance(k, str) or not _is_int(v) or v < 0:
+            return f"entry {k!r}: {v!r} is not a str -> non-negative int"
+    return None
+
+
+#: device entries that may be None, and what each must be otherwise.
+_DEVICE_ENTRIES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("cc", lambda v: isinstance(v, str) and re.fullmatch(r"\d+\.\d+", v) is not None,
+     "device.cc must be a str like '9.0' or None"),
+    ("sm_count", _is_int, "device.sm_count must be an int or None"),
+    ("mem_gb", _is_num, "device.mem_gb must be a number or None"),
+)
+
+
+def _check_device(dev: Any) -> str | None:
+    if not isinstance(dev, Mapping) or not _is_text(dev.get("name")):
+        return "device.name must be a non-empty str"
+    for key, ok, why in _DEVICE_ENTRIES:
+        if key not in dev:
+            return f"device.{key} missing (use None when unknown)"
+        if dev[key] is not None and not ok(dev[key]):
+            return why
+    return None
+
+
+def _check_versions(vers: Any) -> str | None:
+    if not isinstance(vers, Mapping):
+        return ""
+    absent = [k for k in VERSION_KEYS if k not in vers]
+    if absent:
+        return f"missing {absent} (use None for what is not installed)"
+    wrong = [k for k in VERSION_KEYS if vers[k] is not None and not isinstance(vers[k], str)]
+    return f"versions.{wrong[0]} must be a str or None" if wrong else None
+
+
+def _check_date(date: Any) -> str | None:
+    if not isinstance(date, str):
+        return ""
+    try:
+        _dt.datetime.fromisoformat(date)
+    except ValueError:
+        return "not ISO 8601, e.g. '2026-10-28' or '2026-10-28T14:03:00'"
+    return None
+
+
+_positive = _when(lambda v: _is_num(v) and v > 0)
+_non_negative = _when(lambda v: _is_num(v) and v >= 0)
+_rate = _when(lambda v: v is None or (_is_num(v) and v >= 0))
+
+#: The check of each field, in RECORD_FIELDS order (a field's check looks at that field alone).
+FIELD_CHECKS: dict[str, Check] = {
+    "op": _when(_is_text), "variant": _when(_is_text), "backend": _when(_is_text),
+    "shape": _check_shape,
+    "dtype": _each(_when(_is_text), _when(lambda v: v in dtypes.NAMES,
+                                          f"one of {dtypes.NAMES}, as torch names them without 'torch.'")),
+    "time_ms": _positive, "p20_ms": _positive, "p80_ms": _positive,
+    "flops": _non_negative, "bytes": _non_negative,
+    "tflops": _rate, "gbps": _rate, "pct_peak": _rate,
+    "bound": _when(lambda v: v in ("compute", "memory", None)),
+    "emulated": _when(lambda v: isinstance(v, bool)),
+    "device": _check_device, "versions": _check_versions, "date": _check_date,
+    "command": _when(lambda v: isinstance(v, str)),
+}
+
+
+def _bad(where: str, rec: Mapping[str, Any], key: str, why: str = "") -> RecordError:
+    return RecordError(f"{where}: field {key!r} is {rec[key]!r}; expected {RECORD_FIELDS[key]}"
+                       + (f" ({why})" if why else ""))
+
+
+def _check_agreement(rec: Mapping[str, Any], where: str) -> None:
+    """Check what ties fields together: p20 <= time <= p80, no rates on emulated records, rates = totals / time."""
+    if not rec["p20_ms"] <= rec["time_ms"] <= rec["p80_ms"]:
+        raise RecordError(
+            f"{where}: expected p20_ms <= time_ms <= p80_ms, "
+            f"got {rec['p20_ms']} / {rec['time_ms']} / {rec['p80_ms']}"
+        )
+    for key in ("tflops", "gbps", "pct_peak"):
+        if rec[key] is not None and rec["emulated"]:
+            raise _bad(where, rec, key, "emulated records must have None here: emulated times are not GPU performance")
+    seconds = rec["time_ms"] * 1e-3
+    for key, total, scale in (("tflops", "flops", 1e12), ("gbps", "bytes", 1e9)):
+        if rec[key] is not None and rec[total] > 0:
+            expect = rec[total] / seconds / scale
+            if not math.isclose(rec[key], expect, rel_tol=0.05):
+                raise _bad(where, rec, key, f"{total} / time_ms gives {expect:.4g}")
+
+
 def validate_record(rec: Mapping[str, Any]) -> None:
     """Check one record against the schema; raise RecordError naming the missing or bad field.
 
-    Beyond types, it checks that p20 <= time <= p80, that emulated records carry no tflops/gbps/pct_peak
-    (emulated times are never GPU performance), and that tflops/gbps agree with flops/bytes over time_ms.
+    Each field has its check in :data:`FIELD_CHECKS`. Beyond types, it checks that p20 <= time <= p80, that
+    emulated records carry no tflops/gbps/pct_peak (emulated times are never GPU performance), and that
+    tflops/gbps agree with flops/bytes over time_ms.
     """
     if not isinstance(rec, Mapping):
         raise RecordError(f"a record must be a dict, got {type(rec).__name__}")
@@ -88,81 +203,11 @@ def validate_record(rec: Mapping[str, Any]) -> None:
             f"{where}: missing field(s) {missing}; expected "
             + ", ".join(f"{k} ({RECORD_FIELDS[k]})" for k in missing)
         )
-
-    def bad(key: str, why: str = "") -> RecordError:
-        return RecordError(
-            f"{where}: field {key!r} is {rec[key]!r}; expected {RECORD_FIELDS[key]}"
-            + (f" ({why})" if why else "")
-        )
-
-    for key in ("op", "variant", "backend", "dtype"):
-        if not isinstance(rec[key], str) or not rec[key].strip():
-            raise bad(key)
-    if rec["dtype"] not in _DTYPES:
-        raise bad("dtype", f"one of {_DTYPES}, as torch names them without 'torch.'")
-    shape = rec["shape"]
-    if not isinstance(shape, Mapping) or not shape:
-        raise bad("shape")
-    for k, v in shape.items():
-        if not isinstance(k, str) or not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise bad("shape", f"entry {k!r}: {v!r} is not a str -> non-negative int")
-    for key in ("time_ms", "p20_ms", "p80_ms"):
-        if not _is_num(rec[key]) or rec[key] <= 0:
-            raise bad(key)
-    if not rec["p20_ms"] <= rec["time_ms"] <= rec["p80_ms"]:
-        raise RecordError(
-            f"{where}: expected p20_ms <= time_ms <= p80_ms, "
-            f"got {rec['p20_ms']} / {rec['time_ms']} / {rec['p80_ms']}"
-        )
-    for key in ("flops", "bytes"):
-        if not _is_num(rec[key]) or rec[key] < 0:
-            raise bad(key)
-    if not isinstance(rec["emulated"], bool):
-        raise bad("emulated")
-    for key in ("tflops", "gbps", "pct_peak"):
-        v = rec[key]
-        if v is not None and (not _is_num(v) or v < 0):
-            raise bad(key)
-        if v is not None and rec["emulated"]:
-            raise bad(key, "emulated records must have None here: emulated times are not GPU performance")
-    if rec["bound"] not in ("compute", "memory", None):
-        raise bad("bound")
-    seconds = rec["time_ms"] * 1e-3
-    for key, total, scale in (("tflops", rec["flops"], 1e12), ("gbps", rec["bytes"], 1e9)):
-        if rec[key] is not None and total > 0:
-            expect = total / seconds / scale
-            if not math.isclose(rec[key], expect, rel_tol=0.05):
-                raise bad(key, f"{'flops' if key == 'tflops' else 'bytes'} / time_ms gives {expect:.4g}")
-    dev = rec["device"]
-    if not isinstance(dev, Mapping) or not isinstance(dev.get("name"), str) or not dev.get("name"):
-        raise bad("device", "device.name must be a non-empty str")
-    for k in ("cc", "sm_count", "mem_gb"):
-        if k not in dev:
-            raise bad("device", f"device.{k} missing (use None when unknown)")
-    if dev["cc"] is not None and (not isinstance(dev["cc"], str) or not re.fullmatch(r"\d+\.\d+", dev["cc"])):
-        raise bad("device", "device.cc must be a str like '9.0' or None")
-    sm = dev["sm_count"]
-    if sm is not None and (not isinstance(sm, int) or isinstance(sm, bool)):
-        raise bad("device", "device.sm_count must be an int or None")
-    if dev["mem_gb"] is not None and not _is_num(dev["mem_gb"]):
-        raise bad("device", "device.mem_gb must be a number or None")
-    vers = rec["versions"]
-    if not isinstance(vers, Mapping):
-        raise bad("versions")
-    absent = [k for k in VERSION_KEYS if k not in vers]
-    if absent:
-        raise bad("versions", f"missing {absent} (use None for what is not installed)")
-    for k in VERSION_KEYS:
-        if vers[k] is not None and not isinstance(vers[k], str):
-            raise bad("versions", f"versions.{k} must be a str or None")
-    if not isinstance(rec["date"], str):
-        raise bad("date")
-    try:
-        _dt.datetime.fromisoformat(rec["date"])
-    except ValueError:
-        raise bad("date", "not ISO 8601, e.g. '2026-10-28' or '2026-10-28T14:03:00'") from None
-    if not isinstance(rec["command"], str):
-        raise bad("command")
+    for key, check in FIELD_CHECKS.items():
+        why = check(rec[key])
+        if why is not None:
+            raise _bad(where, rec, key, why)
+    _check_agreement(rec, where)
 
 
 def fill_derived(rec: dict[str, Any], device: Any = None) -> dict[str, Any]:

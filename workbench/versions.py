@@ -6,7 +6,6 @@ import functools
 import importlib.metadata as md
 import platform
 import re
-import shutil
 import subprocess
 from typing import Any
 
@@ -30,9 +29,13 @@ def _cupy_version() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def nvcc_version() -> str | None:
-    """Return nvcc's release string ('13.0, V13.0.88'), or None when nvcc is not on PATH."""
-    exe = shutil.which("nvcc")
-    if not exe:
+    """Return nvcc's release string ('13.0, V13.0.88'), or None when there is no nvcc (where inspect looks)."""
+    from workbench.cuda.errors import ToolchainNotFoundError
+    from workbench.cuda.toolchain import find_cuda_tool
+
+    try:
+        exe = find_cuda_tool("nvcc")
+    except ToolchainNotFoundError:
         return None
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout

@@ -36,30 +36,15 @@ from typing import Any
 
 from workbench import _sanitize
 from workbench._mode import MODE
-from workbench.cuda import arch
+from workbench.cuda import arch, errors
 from workbench.cuda._cubin import build_cubin
 from workbench.cuda._limits import set_size_guard, set_time_limit, size_guard, time_limit
 from workbench.cuda._source import Source, has_inline_asm, load_source, rewrite_for_cpu
-from workbench.cuda.errors import (
-    CompileError,
-    CudaError,
-    GpuOnlyError,
-    KernelArgumentError,
-    KernelLaunchError,
-    LaunchConfigError,
-    LaunchTimeoutError,
-    LaunchTooLargeError,
-    MemcheckError,
-    RaceError,
-    SanitizerError,
-    ToolchainNotFoundError,
-    UninitializedError,
-)
+from workbench.cuda.errors import *  # noqa: F403  (every error class is part of workbench.cuda's API)
+from workbench.cuda.errors import CompileError, CudaError
 
 __all__ = [
-    "MODE", "RawKernel", "RawModule", "Function", "CompileError", "CudaError", "GpuOnlyError",
-    "KernelArgumentError", "KernelLaunchError", "LaunchConfigError", "LaunchTimeoutError", "LaunchTooLargeError",
-    "MemcheckError", "RaceError", "SanitizerError", "UninitializedError", "ToolchainNotFoundError",
+    "MODE", "RawKernel", "RawModule", "Function", *errors.__all__,
     "arch", "build_cubin", "cache_dir", "clear_cache", "load_source", "has_inline_asm", "rewrite_for_cpu", "Source",
     "set_time_limit", "time_limit", "set_size_guard", "size_guard",
 ]

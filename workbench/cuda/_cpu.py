@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -40,8 +39,9 @@ from workbench.cuda.errors import (
     LaunchConfigError,
     LaunchTimeoutError,
     LaunchTooLargeError,
-    ToolchainNotFoundError,
 )
+from workbench.cuda.toolchain import cache_dir, find_cxx, run_tool
+from workbench.cuda.toolchain import cxx_id as _cxx_id
 
 _HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = _HERE / "include"
@@ -53,42 +53,6 @@ _lock = threading.RLock()
 
 
 # ----------------------------------------------------------------------------------------------- toolchain
-def cache_dir() -> Path:
-    """Return the directory of compiled kernels ($WORKBENCH_CACHE/cuda or ~/.cache/kernel-workbench/cuda)."""
-    root = os.environ.get("WORKBENCH_CACHE")
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernel-workbench"
-    d = base / "cuda"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def find_cxx() -> str:
-    """Return the C++ compiler to use ($CXX, else g++, c++ or clang++ on PATH)."""
-    cand = [os.environ["CXX"]] if os.environ.get("CXX") else ["g++", "c++", "clang++"]
-    for c in cand:
-        exe = shutil.which(c)
-        if exe:
-            return exe
-    raise ToolchainNotFoundError(
-        "the CPU engine needs a C++17 compiler to build CUDA kernels, and none was found "
-        f"(looked for {', '.join(cand)} on PATH). Install one, e.g. `sudo apt-get install g++` "
-        "(Debian/Ubuntu), `conda install -c conda-forge cxx-compiler`, or Xcode command-line tools on macOS; "
-        "or set $CXX.")
-
-
-_cxx_id_cache: dict[str, str] = {}
-
-
-def _cxx_id(cxx: str) -> str:
-    if cxx not in _cxx_id_cache:
-        try:
-            out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
-        except OSError as e:  # pragma: no cover
-            raise ToolchainNotFoundError(f"cannot run the C++ compiler {cxx!r}: {e}") from e
-        _cxx_id_cache[cxx] = out.splitlines()[0] if out else cxx
-    return _cxx_id_cache[cxx]
-
-
 def _hash(*parts: str | bytes) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -102,10 +66,7 @@ def _headers_digest() -> str:
 
 
 def _run_compiler(cmd: list[str], what: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=600, input=stdin)
-    except FileNotFoundError as e:
-        raise ToolchainNotFoundError(f"cannot run {cmd[0]!r} to compile {what}: {e}") from e
+    return run_tool(cmd, f"to compile {what}", stdin=stdin, timeout=600)
 
 
 _runtime: ctypes.CDLL | None = None
@@ -729,25 +690,11 @@ def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int
 
 
 def _scalar(where: str, code: str, a: Any) -> ctypes.Array:
+    """Return ``a`` as the bytes of a by-value parameter of type ``code``; refuse what a GPU would misread."""
     if code.startswith("s"):
-        size = int(code[1:])
-        if isinstance(a, (bytes, bytearray, memoryview)):
-            b = bytes(a)
-        elif isinstance(a, (np.ndarray, np.void)):
-            b = a.tobytes()
-        else:
-            raise KernelArgumentError(f"{where}: pass a by-value struct as bytes, a numpy structured scalar or a "
-                                      f"small array of exactly {size} bytes; got {_describe(a)}")
-        if len(b) != size:
-            raise KernelArgumentError(f"{where}: expected {size} bytes, got {len(b)}")
-        return ctypes.create_string_buffer(b, size)
+        return _struct(where, int(code[1:]), a)
     if code in ("f16", "bf16"):
-        if code == "f16" and isinstance(a, np.float16):
-            return ctypes.create_string_buffer(a.tobytes(), 2)
-        if code == "bf16" and isinstance(a, np.generic) and a.dtype.name == "bfloat16":
-            return ctypes.create_string_buffer(a.tobytes(), 2)
-        raise KernelArgumentError(f"{where}: expected {'np.float16' if code == 'f16' else 'a bfloat16 scalar'}, "
-                                  f"got {_describe(a)}")
+        return _half(where, code, a)
     dt = _SCALAR_DTYPES.get(code)
     if dt is None:
         raise KernelArgumentError(f"{where}: unsupported parameter type code {code!r}")
@@ -758,6 +705,33 @@ def _scalar(where: str, code: str, a: Any) -> ctypes.Array:
             raise KernelArgumentError(f"{where}: expected {_NP_NAMES[code]}, got {_describe(a)}; "
                                       f"the GPU would reinterpret its bytes. Convert with {_NP_NAMES[code]}(x).")
         return ctypes.create_string_buffer(a.tobytes(), a.dtype.itemsize)
+    return _python_scalar(where, code, dt, a)
+
+
+def _struct(where: str, size: int, a: Any) -> ctypes.Array:
+    if isinstance(a, (bytes, bytearray, memoryview)):
+        b = bytes(a)
+    elif isinstance(a, (np.ndarray, np.void)):
+        b = a.tobytes()
+    else:
+        raise KernelArgumentError(f"{where}: pass a by-value struct as bytes, a numpy structured scalar or a "
+                                  f"small array of exactly {size} bytes; got {_describe(a)}")
+    if len(b) != size:
+        raise KernelArgumentError(f"{where}: expected {size} bytes, got {len(b)}")
+    return ctypes.create_string_buffer(b, size)
+
+
+def _half(where: str, code: str, a: Any) -> ctypes.Array:
+    if code == "f16" and isinstance(a, np.float16):
+        return ctypes.create_string_buffer(a.tobytes(), 2)
+    if code == "bf16" and isinstance(a, np.generic) and a.dtype.name == "bfloat16":
+        return ctypes.create_string_buffer(a.tobytes(), 2)
+    raise KernelArgumentError(f"{where}: expected {'np.float16' if code == 'f16' else 'a bfloat16 scalar'}, "
+                              f"got {_describe(a)}")
+
+
+def _python_scalar(where: str, code: str, dt: type, a: Any) -> ctypes.Array:
+    """Pack a Python bool/int/float only where cupy would pass the same bytes (bool, int in range, double)."""
     if isinstance(a, bool):
         if code != "b":
             raise KernelArgumentError(f"{where}: got a Python bool; pass {_NP_NAMES[code]}(x)")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from workbench.cuda._source import Source, load_source
 from workbench.cuda.errors import CompileError
+from workbench.cuda.toolchain import cache_dir, find_cuda_tool, nvcc_cache_key, nvcc_options, run_tool
 
 
 def build_cubin(code: str | os.PathLike | Source, arch: str, options: Sequence[str] = ()) -> Path:
@@ -21,25 +22,22 @@ def build_cubin(code: str | os.PathLike | Source, arch: str, options: Sequence[s
 
     Raises ToolchainNotFoundError when nvcc is missing and CompileError with nvcc's diagnostics.
     """
-    from workbench.cuda._cpu import cache_dir
-    from workbench.inspection import _nvcc_options, _run, find_cuda_tool, nvcc_cache_key
-
     src = code if isinstance(code, Source) else load_source(code)
     nvcc = find_cuda_tool("nvcc")
     key = nvcc_cache_key(src.text, src.path, nvcc, repr(tuple(options)), arch)
-    out = cache_dir().parent / "cubin" / f"{key}-{arch}.cubin"
+    out = cache_dir("cubin") / f"{key}-{arch}.cubin"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp_src = out.with_suffix(f".{os.getpid()}.cu")
     tmp_src.write_text(f'#include "{src.path}"\n' if src.path else src.text + "\n")
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [nvcc, f"-arch={arch}", "-cubin", "-O3", "-std=c++17", *_nvcc_options(tuple(options)),
+    cmd = [nvcc, f"-arch={arch}", "-cubin", "-O3", "-std=c++17", *nvcc_options(options),
            "-o", str(tmp), str(tmp_src)]
     if src.path:
         cmd.insert(1, f"-I{os.path.dirname(src.path)}")
     try:
-        r = _run(cmd, "nvcc")
+        r = run_tool(cmd, "nvcc")
         if r.returncode != 0:
             raise CompileError(f"nvcc failed to build {src.display_name} for {arch}:\n{r.stderr[-4000:]}",
                                r.stderr, src.path)

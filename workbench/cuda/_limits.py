@@ -21,9 +21,12 @@ from workbench.cuda.errors import LaunchConfigError
 DEFAULT_ARCH = "sm_90"
 DEFAULT_TIME_LIMIT = 300.0
 DEFAULT_SIZE_GUARD = 60.0
-_UNSET = object()
-_time_limit: object = _UNSET
-_size_guard: object = _UNSET
+#: Each launch limit: the environment variable that sets it, and its default in seconds.
+_LIMITS: dict[str, tuple[str, float]] = {
+    "time_limit": ("WORKBENCH_CUDA_TIME_LIMIT", DEFAULT_TIME_LIMIT),
+    "size_guard": ("WORKBENCH_CUDA_SIZE_GUARD", DEFAULT_SIZE_GUARD),
+}
+_chosen: dict[str, float | None] = {}  # what set_time_limit/set_size_guard chose in this process
 
 
 def _seconds(value: float | int | str | None, what: str) -> float | None:
@@ -45,22 +48,28 @@ def _seconds(value: float | int | str | None, what: str) -> float | None:
     return None if value == 0 or value == float("inf") else float(value)
 
 
+def _limit(what: str) -> float | None:
+    """Return the limit ``what`` in seconds: as set in this process, else from its environment variable, else the
+    default (None: off)."""
+    if what in _chosen:
+        return _chosen[what]
+    env, default = _LIMITS[what]
+    value = os.environ.get(env)
+    return default if value is None else _seconds(value, env)
+
+
 def set_time_limit(seconds: float | None) -> None:
     """Stop any CPU-engine launch that runs longer than ``seconds`` (None or 0: no limit).
 
     The default is 300 s, or ``$WORKBENCH_CUDA_TIME_LIMIT`` (seconds, or ``none``). A stopped launch raises
     LaunchTimeoutError; the module stays usable.
     """
-    global _time_limit
-    _time_limit = _seconds(seconds, "set_time_limit")
+    _chosen["time_limit"] = _seconds(seconds, "set_time_limit")
 
 
 def time_limit() -> float | None:
     """Return the per-launch time limit in seconds (None: no limit)."""
-    if _time_limit is not _UNSET:
-        return _time_limit  # type: ignore[return-value]
-    env = os.environ.get("WORKBENCH_CUDA_TIME_LIMIT")
-    return DEFAULT_TIME_LIMIT if env is None else _seconds(env, "WORKBENCH_CUDA_TIME_LIMIT")
+    return _limit("time_limit")
 
 
 def set_size_guard(seconds: float | None) -> None:
@@ -69,16 +78,12 @@ def set_size_guard(seconds: float | None) -> None:
     The default is 60 s, or ``$WORKBENCH_CUDA_SIZE_GUARD`` (seconds, or ``none``). The estimate comes from the
     blocks finished in the first fraction of a second; a refused launch raises LaunchTooLargeError.
     """
-    global _size_guard
-    _size_guard = _seconds(seconds, "set_size_guard")
+    _chosen["size_guard"] = _seconds(seconds, "set_size_guard")
 
 
 def size_guard() -> float | None:
     """Return the size guard in seconds (None: off)."""
-    if _size_guard is not _UNSET:
-        return _size_guard  # type: ignore[return-value]
-    env = os.environ.get("WORKBENCH_CUDA_SIZE_GUARD")
-    return DEFAULT_SIZE_GUARD if env is None else _seconds(env, "WORKBENCH_CUDA_SIZE_GUARD")
+    return _limit("size_guard")
 
 
 _ARCH_OPT = re.compile(r"^(?:-arch|--gpu-architecture|-gencode)[= ]?(?:arch=)?(?P<a>(?:sm|compute)_\d+a?)")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+__all__ = ["CompileError", "CudaError", "GpuOnlyError", "KernelArgumentError", "KernelLaunchError", "LaunchConfigError",
+           "LaunchTimeoutError", "LaunchTooLargeError", "MemcheckError", "RaceError", "SanitizerError",
+           "ToolchainNotFoundError", "UninitializedError"]
+
 
 class CudaError(RuntimeError):
     """Base class of the workbench's CUDA errors."""

@@ -53,7 +53,84 @@ def split_args(who: str, params: tuple[Param, ...], args: tuple, outputs: bool) 
     return out
 
 
-class ElementwiseKernel:
+class GeneratedKernel:
+    """What ElementwiseKernel and ReductionKernel share: parameters, the argument count, the generated code kept.
+
+    A subclass names its ``_kind`` (the cupy class it stands in for) and calls :meth:`_declare` first.
+    """
+
+    _kind = "GeneratedKernel"
+    _generated_for = "the argument types of that call"  # what one generated kernel is specialised on
+    _raw_outputs_need = "their size is undecided; pass the output arrays"
+    _out_shape_is = "the broadcast shape of the arguments is"
+
+    def _declare(self, name: Any, in_params: str, out_params: str, options: tuple[str, ...]) -> str:
+        """Parse the name and parameters; return the ``who`` that starts every error message."""
+        self.name = self.__name__ = check_name(self._kind, name)
+        who = self._who = f"{self._kind} {name!r}"
+        self.in_params = _types.parse_params(in_params, True, who, "in_params")
+        self.out_params = _types.parse_params(out_params, False, who, "out_params")
+        clash = {p.name for p in self.in_params} & {p.name for p in self.out_params}
+        if clash:
+            raise ValueError(f"{who}: {sorted(clash)} named in both in_params and out_params")
+        self.nin, self.nout = len(self.in_params), len(self.out_params)
+        self.nargs = self.nin + self.nout
+        self.options = tuple(options)
+        self._cached_codes: dict[tuple, str] = {}
+        return who
+
+    def _check_count(self, args: tuple) -> None:
+        if len(args) not in (self.nin, self.nargs):
+            raise TypeError(f"Wrong number of arguments for {self.name!r}: it takes {self.nin} inputs "
+                            f"({', '.join(p.name for p in self.in_params)}) or {self.nargs} with the outputs "
+                            f"({', '.join(p.name for p in self.out_params)}), got {len(args)}")
+
+    def _outputs(self, outs: list, out_types: list, shape: tuple[int, ...], sized: bool = False) -> list[np.ndarray]:
+        """Allocate the outputs (none given) or check the given ones' shapes against ``shape``."""
+        if not outs:
+            raw = [p.name for p in self.out_params if p.raw]
+            if raw and not sized:
+                raise ValueError(f"{self._who}: cannot allocate raw output(s) {raw}: {self._raw_outputs_need}")
+            return [np.empty(shape, t) for t in out_types]
+        for p, a in zip(self.out_params, outs, strict=True):
+            if not p.raw and a.shape != shape:
+                raise ValueError(f"{self._who}: output {p.name!r} has shape {a.shape}, but {self._out_shape_is} "
+                                 f"{shape}")
+        return outs
+
+    def _param_decls(self, args: list) -> list[str]:
+        """Return the kernel's C parameter of each argument: a CArray for an array (``_raw_x`` unless raw), else
+        the scalar."""
+        decls = []
+        for p, a in zip(self.in_params + self.out_params, args, strict=True):
+            const = "const " if p.is_const else ""
+            if isinstance(a, np.ndarray):
+                var = p.name if p.raw else f"_raw_{p.name}"
+                decls.append(f"{const}{_arrays.carray_ctype(_types.c_name(a.dtype, self._who), a)} {var}")
+            else:
+                decls.append(f"{const}{_types.c_name(a.dtype, self._who)} {p.name}")
+        return decls
+
+    # ------------------------------------------------------------------------------------------------ reading
+    @property
+    def cached_codes(self) -> dict[tuple, str]:
+        """Return the generated kernels so far, keyed by the dtypes of the array arguments."""
+        return dict(self._cached_codes)
+
+    @property
+    def cached_code(self) -> str:
+        """Return the (first) generated kernel; call the kernel once first."""
+        if not self._cached_codes:
+            raise RuntimeError(f"{self._who}: no code generated yet: the kernel is generated and compiled at its "
+                               f"first call, for {self._generated_for}")
+        return next(iter(self._cached_codes.values()))
+
+    def __repr__(self) -> str:
+        return (f"<workbench.cupy.{self._kind} {self.name!r} ({', '.join(map(str, self.in_params))}) -> "
+                f"({', '.join(map(str, self.out_params))}), CPU stand-in>")
+
+
+class ElementwiseKernel(GeneratedKernel):
     """User-defined elementwise kernel, with ``cupy.ElementwiseKernel``'s signature and semantics (CPU stand-in).
 
     ``in_params``/``out_params``: ``"T x, raw float32 y"``; ``operation``: the C++ loop body, run once per
@@ -62,35 +139,24 @@ class ElementwiseKernel:
     ``size=`` sets the loop size when every array is ``raw``; ``block_size`` (default 128) threads per block.
     """
 
+    _kind = "ElementwiseKernel"
+
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel",
                  reduce_dims: bool = True, preamble: str = "", no_return: bool = False, return_tuple: bool = False,
                  loop_prep: str = "", after_loop: str = "", options: tuple[str, ...] = ()) -> None:
-        self.name = self.__name__ = check_name("ElementwiseKernel", name)
-        who = self._who = f"ElementwiseKernel {name!r}"
-        self.in_params = _types.parse_params(in_params, True, who, "in_params")
-        self.out_params = _types.parse_params(out_params, False, who, "out_params")
-        clash = {p.name for p in self.in_params} & {p.name for p in self.out_params}
-        if clash:
-            raise ValueError(f"{who}: {sorted(clash)} named in both in_params and out_params")
-        self.nin, self.nout = len(self.in_params), len(self.out_params)
-        self.nargs = self.nin + self.nout
+        who = self._declare(name, in_params, out_params, options)
         self.operation = snippet(who, "operation", operation)
         self.preamble = snippet(who, "preamble", preamble)
         self.loop_prep = snippet(who, "loop_prep", loop_prep)
         self.after_loop = snippet(who, "after_loop", after_loop)
         self.reduce_dims = bool(reduce_dims)
         self.no_return, self.return_tuple = bool(no_return), bool(return_tuple)
-        self.options = tuple(options)
-        self._cached_codes: dict[tuple, str] = {}
 
     # ------------------------------------------------------------------------------------------------ calling
     def __call__(self, *args: Any, size: int | None = None, block_size: int = 128, stream: Any = None) -> Any:
         """Run the kernel over the broadcast shape of the non-raw arrays (or ``size`` when all are raw)."""
         who = self._who
-        if len(args) not in (self.nin, self.nargs):
-            raise TypeError(f"Wrong number of arguments for {self.name!r}: it takes {self.nin} inputs "
-                            f"({', '.join(p.name for p in self.in_params)}) or {self.nargs} with the outputs "
-                            f"({', '.join(p.name for p in self.out_params)}), got {len(args)}")
+        self._check_count(args)
         if not isinstance(block_size, (int, np.integer)) or block_size <= 0:
             raise ValueError(f"{who}: block_size must be a positive int, got {block_size!r}")
         ins = split_args(who, self.in_params, args[:self.nin], outputs=False)
@@ -123,19 +189,6 @@ class ElementwiseKernel:
                              "none); pass size=N")
         return _arrays.broadcast_shape(self._who, named)
 
-    def _outputs(self, outs: list, out_types: list, shape: tuple[int, ...], sized: bool) -> list[np.ndarray]:
-        if not outs:
-            raw = [p.name for p in self.out_params if p.raw]
-            if raw and not sized:
-                raise ValueError(f"{self._who}: cannot allocate raw output(s) {raw}: their size is undecided; "
-                                 "pass the output arrays")
-            return [np.empty(shape, t) for t in out_types]
-        for p, a in zip(self.out_params, outs, strict=True):
-            if not p.raw and a.shape != shape:
-                raise ValueError(f"{self._who}: output {p.name!r} has shape {a.shape}, but the broadcast shape of "
-                                 f"the arguments is {shape}")
-        return outs
-
     def _launch(self, ins: list, outs: list[np.ndarray], shape: tuple[int, ...], tmap: dict,
                 block_size: int) -> None:
         params = self.in_params + self.out_params
@@ -164,15 +217,7 @@ class ElementwiseKernel:
         b.add("".join(f"typedef {_types.c_name(t, who)} {k};\n" for k, t in tmap.items()))
         if self.preamble:
             b.add_snippet("preamble", self.preamble)
-        decls = []
-        for p, a in zip(params, args, strict=True):
-            const = "const " if p.is_const else ""
-            if isinstance(a, np.ndarray):
-                var = p.name if p.raw else f"_raw_{p.name}"
-                decls.append(f"{const}{_arrays.carray_ctype(_types.c_name(a.dtype, who), a)} {var}")
-            else:
-                decls.append(f"{const}{_types.c_name(a.dtype, who)} {p.name}")
-        decls.append(f"CIndexer<{ndim}, 1> _ind")
+        decls = [*self._param_decls(args), f"CIndexer<{ndim}, 1> _ind"]
         b.add(f'extern "C" __global__ void {self.name}({", ".join(decls)}) {{')
         b.add_snippet("loop_prep", self.loop_prep, "  {};")
         b.add("  #pragma unroll 1\n  CUPY_FOR(i, _ind.size()) {\n    _ind.set(i);")
@@ -185,20 +230,3 @@ class ElementwiseKernel:
         b.add("}")
         return b
 
-    # ------------------------------------------------------------------------------------------------ reading
-    @property
-    def cached_codes(self) -> dict[tuple, str]:
-        """Return the generated kernels so far, keyed by the dtypes of the array arguments."""
-        return dict(self._cached_codes)
-
-    @property
-    def cached_code(self) -> str:
-        """Return the (first) generated kernel; call the kernel once first."""
-        if not self._cached_codes:
-            raise RuntimeError(f"{self._who}: no code generated yet: the kernel is generated and compiled at its "
-                               "first call, for the argument types of that call")
-        return next(iter(self._cached_codes.values()))
-
-    def __repr__(self) -> str:
-        return (f"<workbench.cupy.ElementwiseKernel {self.name!r} ({', '.join(map(str, self.in_params))}) -> "
-                f"({', '.join(map(str, self.out_params))}), CPU stand-in>")

@@ -16,7 +16,7 @@ import numpy as np
 
 from workbench.cupy import _arrays, _types
 from workbench.cupy._compile import CodeBuilder, compile_generated
-from workbench.cupy._elementwise import check_name, snippet, split_args
+from workbench.cupy._elementwise import GeneratedKernel, snippet, split_args
 
 BLOCK_SIZE = 512  # cupy's default threads per block for a reduction (256 on ROCm)
 
@@ -63,7 +63,7 @@ def contiguous_size(arrays: list[np.ndarray], out_shape: tuple[int, ...]) -> int
     return best
 
 
-class ReductionKernel:
+class ReductionKernel(GeneratedKernel):
     """User-defined reduction kernel, with ``cupy.ReductionKernel``'s signature and semantics (CPU stand-in).
 
     ``map_expr`` maps the inputs of one element to a value of ``reduce_type`` (default: the first output's type),
@@ -72,20 +72,17 @@ class ReductionKernel:
     (and optionally the outputs), ``axis=`` (None: all axes) and ``keepdims=``; returns the first output.
     """
 
+    _kind = "ReductionKernel"
+    _generated_for = "the argument types and axes of that call"
+    _raw_outputs_need = "pass the output arrays"
+    _out_shape_is = "the reduction of the inputs gives shape"
+
     def __init__(self, in_params: str, out_params: str, map_expr: str, reduce_expr: str, post_map_expr: str,
                  identity: str | None, name: str = "reduce_kernel", reduce_type: str | None = None,
                  reduce_dims: bool = True, preamble: str = "", options: tuple[str, ...] = ()) -> None:
-        self.name = self.__name__ = check_name("ReductionKernel", name)
-        who = self._who = f"ReductionKernel {name!r}"
-        self.in_params = _types.parse_params(in_params, True, who, "in_params")
-        self.out_params = _types.parse_params(out_params, False, who, "out_params")
+        who = self._declare(name, in_params, out_params, options)
         if not self.in_params or not self.out_params:
             raise ValueError(f"{who}: a reduction needs at least one input and one output parameter")
-        clash = {p.name for p in self.in_params} & {p.name for p in self.out_params}
-        if clash:
-            raise ValueError(f"{who}: {sorted(clash)} named in both in_params and out_params")
-        self.nin, self.nout = len(self.in_params), len(self.out_params)
-        self.nargs = self.nin + self.nout
         self.map_expr = snippet(who, "map_expr", map_expr)
         self.reduce_expr = snippet(who, "reduce_expr", reduce_expr)
         self.post_map_expr = snippet(who, "post_map_expr", post_map_expr)
@@ -94,18 +91,13 @@ class ReductionKernel:
                                                                                          reduce_type)
         self.preamble = snippet(who, "preamble", preamble)
         self.reduce_dims = bool(reduce_dims)
-        self.options = tuple(options)
-        self._cached_codes: dict[tuple, str] = {}
 
     # ------------------------------------------------------------------------------------------------ calling
     def __call__(self, *args: Any, out: np.ndarray | None = None, axis: Any = None, keepdims: bool = False,
                  stream: Any = None) -> np.ndarray:
         """Reduce the broadcast inputs over ``axis`` and return the first output."""
         who = self._who
-        if len(args) not in (self.nin, self.nargs):
-            raise TypeError(f"Wrong number of arguments for {self.name!r}: it takes {self.nin} inputs "
-                            f"({', '.join(p.name for p in self.in_params)}) or {self.nargs} with the outputs, "
-                            f"got {len(args)}")
+        self._check_count(args)
         out_args = list(args[self.nin:])
         if out is not None:
             if self.nout != 1 or out_args:
@@ -133,18 +125,6 @@ class ReductionKernel:
                for p, a, t in zip(self.in_params, ins, in_types, strict=True)]
         self._launch(ins, outs, a_shape, reduce_axis + out_axis, out_shape, tmap)
         return outs[0]
-
-    def _outputs(self, outs: list, out_types: list, out_shape: tuple[int, ...]) -> list[np.ndarray]:
-        if not outs:
-            raw = [p.name for p in self.out_params if p.raw]
-            if raw:
-                raise ValueError(f"{self._who}: cannot allocate raw output(s) {raw}: pass the output arrays")
-            return [np.empty(out_shape, t) for t in out_types]
-        for p, a in zip(self.out_params, outs, strict=True):
-            if not p.raw and a.shape != out_shape:
-                raise ValueError(f"{self._who}: output {p.name!r} has shape {a.shape}, but the reduction of the "
-                                 f"inputs gives shape {out_shape}")
-        return outs
 
     def _launch(self, ins: list, outs: list[np.ndarray], a_shape: tuple[int, ...], perm: tuple[int, ...],
                 out_shape: tuple[int, ...], tmap: dict) -> None:
@@ -232,32 +212,7 @@ class ReductionKernel:
         return b
 
     def _params(self, ins: list, outs: list, in_ndim: int, out_ndim: int) -> str:
-        who = self._who
-        decls = []
-        for p, a in zip(self.in_params + self.out_params, ins + outs, strict=True):
-            const = "const " if p.is_const else ""
-            if isinstance(a, np.ndarray):
-                var = p.name if p.raw else f"_raw_{p.name}"
-                decls.append(f"{const}{_arrays.carray_ctype(_types.c_name(a.dtype, who), a)} {var}")
-            else:
-                decls.append(f"{const}{_types.c_name(a.dtype, who)} {p.name}")
+        decls = self._param_decls(ins + outs)
         decls += [f"CIndexer<{in_ndim}, 1> _in_ind", f"CIndexer<{out_ndim}, 1> _out_ind", "const int _block_stride"]
         return ", ".join(decls)
 
-    # ------------------------------------------------------------------------------------------------ reading
-    @property
-    def cached_codes(self) -> dict[tuple, str]:
-        """Return the generated kernels so far, keyed by the dtypes of the array arguments."""
-        return dict(self._cached_codes)
-
-    @property
-    def cached_code(self) -> str:
-        """Return the (first) generated kernel; call the kernel once first."""
-        if not self._cached_codes:
-            raise RuntimeError(f"{self._who}: no code generated yet: the kernel is generated and compiled at its "
-                               "first call, for the argument types and axes of that call")
-        return next(iter(self._cached_codes.values()))
-
-    def __repr__(self) -> str:
-        return (f"<workbench.cupy.ReductionKernel {self.name!r} ({', '.join(map(str, self.in_params))}) -> "
-                f"({', '.join(map(str, self.out_params))}), CPU stand-in>")

@@ -386,13 +386,8 @@ __forceinline__ T atomic_cas_loop(T* p, F f) {
 }
 }  // namespace wb
 
-#define WB_ATOMIC_INT(T)                                                                                      \
-  static __forceinline__ T atomicAdd(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }         \
-  static __forceinline__ T atomicSub(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }         \
-  static __forceinline__ T atomicExch(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }       \
-  static __forceinline__ T atomicAnd(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }         \
-  static __forceinline__ T atomicOr(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }           \
-  static __forceinline__ T atomicXor(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }         \
+// atomicMax/atomicMin of any ordered T, as a compare-and-swap loop (used by the integer and float families below)
+#define WB_ATOMIC_MINMAX(T)                                                                                   \
   static __forceinline__ T atomicMax(T* p, T v) {                                                              \
     WB_PROF_ATOMIC(p);                                                                                         \
     return wb::atomic_cas_loop(p, [v](T o) { return o < v ? v : o; });                                         \
@@ -400,7 +395,15 @@ __forceinline__ T atomic_cas_loop(T* p, F f) {
   static __forceinline__ T atomicMin(T* p, T v) {                                                              \
     WB_PROF_ATOMIC(p);                                                                                         \
     return wb::atomic_cas_loop(p, [v](T o) { return v < o ? v : o; });                                         \
-  }                                                                                                            \
+  }
+#define WB_ATOMIC_INT(T)                                                                                      \
+  static __forceinline__ T atomicAdd(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }         \
+  static __forceinline__ T atomicSub(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }         \
+  static __forceinline__ T atomicExch(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }       \
+  static __forceinline__ T atomicAnd(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }         \
+  static __forceinline__ T atomicOr(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }           \
+  static __forceinline__ T atomicXor(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }         \
+  WB_ATOMIC_MINMAX(T)                                                                                          \
   static __forceinline__ T atomicCAS(T* p, T cmp, T v) {                                                       \
     WB_PROF_ATOMIC(p);                                                                                         \
     __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                        \
@@ -426,14 +429,7 @@ static __forceinline__ unsigned atomicDec(unsigned* p, unsigned lim) {
 #define WB_ATOMIC_FLOAT(T)                                                                                    \
   static __forceinline__ T atomicAdd(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T o) { return o + v; }); } \
   static __forceinline__ T atomicSub(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T o) { return o - v; }); } \
-  static __forceinline__ T atomicMax(T* p, T v) {                                                              \
-    WB_PROF_ATOMIC(p);                                                                                         \
-    return wb::atomic_cas_loop(p, [v](T o) { return o < v ? v : o; });                                         \
-  }                                                                                                            \
-  static __forceinline__ T atomicMin(T* p, T v) {                                                              \
-    WB_PROF_ATOMIC(p);                                                                                         \
-    return wb::atomic_cas_loop(p, [v](T o) { return v < o ? v : o; });                                         \
-  }                                                                                                            \
+  WB_ATOMIC_MINMAX(T)                                                                                          \
   static __forceinline__ T atomicExch(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T) { return v; }); }
 WB_ATOMIC_FLOAT(float)
 WB_ATOMIC_FLOAT(double)
