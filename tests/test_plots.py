@@ -229,7 +229,8 @@ def test_roofline_without_records_draws_the_model_labelled_as_such() -> None:
     fig = plots.roofline(None, device="H200", counted=t)
     model = [tr for tr in fig.data if tr.legendgroup == "model"]
     assert [tr.name for tr in model] == ["grid (model)", "chunked (model)"]
-    assert model[0].legendgrouptitle.text == "model from emulated counters, not a measurement<br>(L1-level requests only)"
+    title = "model from emulated counters, not a measurement<br>(L1-level requests only)"
+    assert model[0].legendgrouptitle.text == title
     assert list(model[1].x) == pytest.approx([1 / 12]) and list(model[1].y) == pytest.approx([bw / 12 / 8 / 1e3])
     assert "Squares: model from emulated counters, not a measurement" in _texts(fig)
     assert f"{NONE_RECORDED} vecadd" in _texts(fig)  # still says no GPU result exists
