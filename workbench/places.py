@@ -46,7 +46,7 @@ KINDS: dict[str, str] = {
 #: notebook that use one of its words or name one of its exercises. Headings of any notebook that use an op's own
 #: name (``softmax``, ``moe_fp8``) are listed too; an op no notebook teaches yet is simply not in this map.
 NOTEBOOKS: dict[str, dict[str, tuple[str, ...]]] = {
-    "00-workbench-tour": {"vecadd": ("vector add",)},
+    "00-workbench-tour": {"vecadd": ("vector add",), "transpose": ("transpose",)},
     "01-gemm": {"gemm": ("gemm",), "gemm_fp8": ("fp8",)},
     "02-softmax": {"softmax": ("softmax",), "rmsnorm": ("rmsnorm",)},
     "03-flash-attention": {"attention": ("attention",), "attention_bwd": ("backward",)},
