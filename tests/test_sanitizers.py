@@ -172,7 +172,9 @@ def test_racy_counter_is_a_global_race(san):
 
     c = np.zeros(1, np.int32)
     plain(san, "racy_counter")((64,), (256,), (c,))
-    assert c[0] == 16384  # the CPU engine's interleaving hides the bug...
+    # A plain launch gives anything up to 16384: one worker thread's interleaving hides the bug, two workers
+    # sometimes lose increments (15531 seen on a busy machine)...
+    assert 0 < c[0] <= 16384
     c[:] = 0
     with pytest.raises(RaceError) as ei:  # ...racecheck does not
         checked(san, "racy_counter")((64,), (256,), (c,))
