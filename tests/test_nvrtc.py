@@ -53,8 +53,6 @@ class Build:
 
 
 def _softmax_and_small() -> list[Build]:
-    from kernels.softmax import _cuda
-
     out = [Build("kernels/vecadd/vecadd.cu", (), ("vecadd_f32", "vecadd_f16")),
            Build("kernels/rmsnorm/rmsnorm.cu", (), tuple(f"rmsnorm_{s}" for s in SFX)),
            Build("kernels/moe_align/moe_align.cu", (), ("moe_align_count", "moe_align_scatter")),
@@ -65,7 +63,7 @@ def _softmax_and_small() -> list[Build]:
            Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",))]
     for stem in ("naive", "online", "warp", "block", "vec", "rows"):
         base = f"softmax_{stem}"
-        out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in _cuda.SUFFIX.values())))
+        out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in SFX)))
     return out
 
 
@@ -87,24 +85,23 @@ def _gemm() -> list[Build]:
 
 
 def _one_at_a_time() -> list[Build]:
-    from kernels.attention import v3_cuda_flash_simt as simt
-    from kernels.moe import v2_cuda_permute as moe
+    from kernels._launch import SUFFIX, only_dtype
+    from kernels.attention import _cuda as attn
     from kernels.moe_topk import v1_cuda_topk as topk
 
     out = []
     for cu, dtypes in (("attn_flash_simt", (torch.float32, torch.float16, torch.bfloat16)),
                        ("attn_flash_wmma", (torch.float16, torch.bfloat16)),
                        ("attn_flash_mma", (torch.float16, torch.bfloat16))):
-        for hd in simt.HEAD_DIMS:
+        for hd in attn.HEAD_DIMS:
             for dt in dtypes:
-                out.append(Build(f"kernels/attention/{cu}.cu", simt.only(hd, dt), (f"{cu}_d{hd}_{simt.SUFFIX[dt]}",)))
-    for dt, code in moe.DT_CODE.items():
-        s = moe.SUFFIX[dt]
-        out.append(Build("kernels/moe/moe_experts.cu", (f"-DMOE_ONLY_DT={code}",),
+                out.append(Build(f"kernels/attention/{cu}.cu", attn.only(hd, dt), (f"{cu}_d{hd}_{SUFFIX[dt]}",)))
+    for dt, s in SUFFIX.items():
+        out.append(Build("kernels/moe/moe_experts.cu", only_dtype(dt),
                          tuple(f"moe_{k}_{s}" for k in ("permute", "gemm_nt", "silu_mul", "combine"))))
     for vpl in topk.VPLS:
-        for s in SFX:
-            out.append(Build("kernels/moe_topk/moe_topk.cu", topk.only(32 * vpl, s), (f"moe_topk_v{vpl}_{s}",)))
+        for dt, s in SUFFIX.items():
+            out.append(Build("kernels/moe_topk/moe_topk.cu", topk.only(32 * vpl, dt), (f"moe_topk_v{vpl}_{s}",)))
     return out
 
 
@@ -166,7 +163,9 @@ def test_libc_headers_fail_under_nvrtc_as_on_the_gpu():
     # What broke softmax_vec.cu and softmax_rows.cu: g++ and nvcc find <stdint.h>, NVRTC does not.
     src = load_source(K / "softmax" / "softmax_vec.cu")
     text, opts = _gpu_source(src, ())
-    text = text.replace("#include <math_constants.h>", "#include <math_constants.h>\n#include <stdint.h>", 1)
+    inc = '#include "../include/kernel_helpers.cuh"'
+    assert inc in text
+    text = text.replace(inc, "#include <stdint.h>\n" + inc, 1)
     r = compile_like_cupy(text, src.path, opts, "sm_90")
     assert not r.ok and 'cannot open source file "stdint.h"' in r.log
 
@@ -182,7 +181,7 @@ def test_hopper_only_kernels_are_built_with_nvcc_for_sm90a():
         find_cuda_tool("nvcc")
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"no nvcc here: {e}")
-    from kernels.gemm import v2_cuda
+    from kernels._launch import cuda_kernel
 
     for rel, names in HOPPER_NVCC.items():
         cubin = build_cubin(ROOT / rel, "sm_90a").read_bytes()
@@ -192,4 +191,5 @@ def test_hopper_only_kernels_are_built_with_nvcc_for_sm90a():
         text, opts = _gpu_source(src, ())
         r = compile_like_cupy(text, src.path, opts, "sm_90")
         assert not r.ok and "not supported on .target 'sm_90'" in r.log
-    assert v2_cuda.kernel("hgemm_wgmma_tma.cu", "hgemm_wgmma_tma_bf16", arch="sm_90a").arch == "sm_90a"
+    wgmma = cuda_kernel(ROOT / "kernels/gemm/cu/hgemm_wgmma_tma.cu", "hgemm_wgmma_tma", torch.bfloat16, arch="sm_90a")
+    assert wgmma.arch == "sm_90a"

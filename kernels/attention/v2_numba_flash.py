@@ -20,13 +20,15 @@ import torch
 from workbench import MODE, empty_like, register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.registry import CpuLimit
 
 BR = 64 if MODE == "gpu" else 32  # query rows per block = threads per block (the simulator: one OS thread each)
 BC = 32  # keys per K/V tile
 DMAX = 128  # head dim bound: shared K and V tiles are BC x DMAX fp32 = 2 * 32 * 128 * 4 B = 32 KiB per block
 # The simulator runs ~5 us per multiply-add: cap the work of one call (2 * Sq * Sk * D multiply-adds per head).
 # 2^19 admits every check shape of the op (the largest, H=2 x 100 x 100 x D=16, takes ~3 s on 2 cores).
-CPU_MAX_WORK = 2**19  # B * H * Sq * Sk * D
+CPU_LIMIT = CpuLimit("B*H*Sq*Sk*D", 2**19,
+                     "the Numba simulator runs one OS thread per CUDA thread, ~5 us per multiply-add")
 
 
 @cuda.jit
@@ -92,15 +94,11 @@ def _supports(shape: dict) -> str | None:
     if shape["D"] > DMAX:
         return (f"attention/numba_flash: head dim D <= {DMAX} (local o[D] and shared K/V tiles are sized for it), "
                 f"got D={shape['D']}")
-    work = shape["B"] * shape["H"] * shape["Sq"] * shape["Sk"] * shape["D"]
-    if MODE == "cpu" and work > CPU_MAX_WORK:
-        return (f"attention/numba_flash: B*H*Sq*Sk*D <= {CPU_MAX_WORK} in cpu mode (the Numba simulator runs one OS "
-                f"thread per CUDA thread, ~5 us per multiply-add), got {work}; on a GPU any size runs")
     return None
 
 
 @register("attention", "numba_flash", backend="numba", dtypes=("float32", "float16"),
-          supports=numba_supports(_supports),
+          supports=numba_supports(_supports), cpu_limit=CPU_LIMIT,
           idea="Numba, FlashAttention-2's loop order: a thread per query row, K/V tiles shared by the block.")
 def numba_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                 scale: float | None = None) -> torch.Tensor:

@@ -29,13 +29,15 @@ import torch
 from workbench import MODE, empty_like, register
 from workbench._numba import cuda, float32, int32, numba_supports
 from workbench.interop import to_numba
+from workbench.registry import CpuLimit
 
 # cpu mode uses one warp's worth: the simulator runs each CUDA thread as an OS thread and every barrier waits for
 # all of them. On a GPU 128 threads (4 warps) give enough loads in flight per block for a matrix-vector product.
 THREADS = 128 if MODE == "gpu" else 32
 # The simulator costs ~20-30 us per multiply-add here (17 tokens of d = 33, I = 20, top_k = 2: 67k multiply-adds
 # in ~2 s): cap one call's 3*T*top_k*I*d multiply-adds at 2^17 (~3-4 s). The op's check shapes need <= 67k.
-CPU_MAX_MACS = 1 << 17
+CPU_LIMIT = CpuLimit("3*T*top_k*I*d", 1 << 17,
+                     "multiply-adds; the Numba simulator runs one OS thread per CUDA thread, ~25 us per multiply-add")
 
 
 @cuda.jit
@@ -103,16 +105,8 @@ def moe_token(x, logits, w1, w2, out, ids, wts, h, top_k, renormalize):
         out[t, c] = acc  # rounded once, to x's dtype
 
 
-def _supports(shape: dict) -> str | None:
-    macs = 3 * shape["T"] * shape["top_k"] * shape["I"] * shape["d"]
-    if MODE == "cpu" and macs > CPU_MAX_MACS:
-        return (f"moe/numba_naive: at most 3*T*top_k*I*d = {CPU_MAX_MACS} multiply-adds in cpu mode (the Numba "
-                f"simulator runs one OS thread per CUDA thread, ~25 us per multiply-add), got {macs}; "
-                "on a GPU any size runs")
-    return None
-
-
-@register("moe", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_supports),
+@register("moe", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(),
+          cpu_limit=CPU_LIMIT,
           idea="Numba: one block per token routes itself, then matrix-vector products over its top_k experts.")
 def numba_naive(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                 renormalize: bool = True) -> torch.Tensor:

@@ -2,8 +2,7 @@
 TMA kernel for Hopper.
 
 Every kernel accumulates in fp32 and casts once on the store. fp32 inputs use ``input_precision="ieee"`` (a
-true fp32 dot; the GPU default would be TF32, 10-bit mantissa), 16-bit inputs go to the tensor cores. Kernels
-call no other ``@triton.jit`` function, so ``workbench.inspect`` can compile each one for sm_90 on its own.
+true fp32 dot; the GPU default would be TF32, 10-bit mantissa), 16-bit inputs go to the tensor cores.
 """
 
 from __future__ import annotations
@@ -12,17 +11,12 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import dot_precision, tuned
 from kernels.gemm.reference import tma_supports
-from workbench import MODE, empty, register
-
-_TL = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+from workbench import empty, register
 
 
-def _precision(dtype: torch.dtype) -> str:
-    return "ieee" if dtype == torch.float32 else "tf32"  # ignored for fp16/bf16 inputs
-
-
-# ------------------------------------------------------------------------------------------------ v1 basic tile
+# -------------------------------------------------------------------------------------------------------- triton_tile
 @triton.jit
 def tile_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                 PRECISION: tl.constexpr):
@@ -59,11 +53,11 @@ def triton_tile(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     n = b.shape[1]
     c = empty((m, n), a.dtype, a.device)
     grid = (triton.cdiv(m, TILE["BM"]), triton.cdiv(n, TILE["BN"]))
-    tile_kernel[grid](a, b, c, m, n, k, **TILE, PRECISION=_precision(a.dtype), num_warps=4, num_stages=2)
+    tile_kernel[grid](a, b, c, m, n, k, **TILE, PRECISION=dot_precision(a.dtype), num_warps=4, num_stages=2)
     return c
 
 
-# ---------------------------------------------------------------------------------------------- v2 grouped order
+# ----------------------------------------------------------------------------------------------------- triton_grouped
 @triton.jit
 def grouped_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                    GROUP_M: tl.constexpr, PRECISION: tl.constexpr):
@@ -116,11 +110,11 @@ def triton_grouped(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c = empty((m, n), a.dtype, a.device)
     cfg = _grouped_cfg(a.dtype)
     grid = (triton.cdiv(m, cfg["BM"]) * triton.cdiv(n, cfg["BN"]),)
-    grouped_kernel[grid](a, b, c, m, n, k, **cfg, PRECISION=_precision(a.dtype), num_warps=8, num_stages=3)
+    grouped_kernel[grid](a, b, c, m, n, k, **cfg, PRECISION=dot_precision(a.dtype), num_warps=8, num_stages=3)
     return c
 
 
-# ---------------------------------------------------------------------------------------------- v3 autotuned
+# --------------------------------------------------------------------------------------------------- triton_autotuned
 def _cfg(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config:
     return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}, num_stages=stages, num_warps=warps)
 
@@ -140,7 +134,7 @@ CONFIGS = [
 # On a GPU the autotuner times every config once per (M, N, K, dtype) and keeps the fastest. In cpu mode the
 # interpreter's times say nothing about a GPU, so it runs one fixed config instead of tuning.
 CPU_CONFIG = _cfg(64, 64, 32, 1, 4)
-_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(grouped_kernel) if MODE == "gpu" else None
+_tuned = tuned(grouped_kernel, CONFIGS, cpu_config=CPU_CONFIG, key=["M", "N", "K"])
 
 
 def _autotuned_spec() -> dict:
@@ -154,20 +148,12 @@ def triton_autotuned(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]
     c = empty((m, n), a.dtype, a.device)
-    prec = _precision(a.dtype)
-    if _tuned is not None:
-        def grid(meta: dict) -> tuple[int]:
-            return (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
-        _tuned[grid](a, b, c, m, n, k, PRECISION=prec)
-    else:
-        kw = CPU_CONFIG.kwargs
-        grid = (triton.cdiv(m, kw["BM"]) * triton.cdiv(n, kw["BN"]),)
-        grouped_kernel[grid](a, b, c, m, n, k, **kw, PRECISION=prec, num_warps=CPU_CONFIG.num_warps,
-                             num_stages=CPU_CONFIG.num_stages)
+    _tuned[lambda meta: (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)](
+        a, b, c, m, n, k, PRECISION=dot_precision(a.dtype))
     return c
 
 
-# ------------------------------------------------------------------------------------ v4 persistent + TMA (Hopper)
+# ------------------------------------------------------------------------------------- triton_persistent_tma (Hopper)
 @triton.jit
 def persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                           GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
