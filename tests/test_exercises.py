@@ -9,7 +9,8 @@ import warnings
 import pytest
 
 import workbench as wb
-from workbench.practice.exercises import Exercise, load_function
+from workbench.practice import starters
+from workbench.practice.exercises import Exercise, load_function, register_exercise
 
 IDS = wb.exercises()
 
@@ -98,8 +99,69 @@ def test_solution_returns_source(ex_id):
     ex = wb.exercise(ex_id)
     src = ex.solution()
     assert f"def {ex.entry}(" in src
-    assert src == ex.solution_file.read_text()
+    assert src == starters.solution_text(ex.solution_file)
     assert src != ex.starter
+    assert ">>> learner" not in src and "<<< learner" not in src and ">>> learner" not in ex.starter
+
+
+@pytest.mark.parametrize("ex_id", IDS)
+def test_starter_is_the_solution_outside_the_learner_regions(ex_id):
+    """The starter is generated: outside the marked regions it is the solution, line for line, in order."""
+    ex = wb.exercise(ex_id)
+    text = ex.solution_file.read_text()
+    assert text.count(">>> learner") == text.count("<<< learner") >= 1
+    outside, inside = [], False
+    for line in text.splitlines():
+        if line.strip().endswith((">>> learner", "<<< learner")):
+            inside = line.strip().endswith(">>> learner")
+        elif not inside:
+            outside.append(line)
+    for lines in (ex.starter.splitlines(), starters.solution_text(ex.solution_file).splitlines()):
+        it = iter(lines)
+        assert all(any(a == b for b in it) for a in outside)  # `outside` is a subsequence of both texts
+    assert ex.starter_file.read_text() == ex.starter
+
+
+def test_learner_regions_give_the_starter_and_the_solution(tmp_path):
+    src = ("def f(x):\n"
+           "    # >>> learner\n"
+           "    #> # TODO: double x\n"
+           "    #>\n"
+           "    #> return x\n"
+           "    return 2 * x\n"
+           "    # <<< learner\n"
+           "\n"
+           "K = '''\n"
+           "  // >>> learner\n"
+           "  //> v = 0;  // TODO\n"
+           "  v = 2 * x;\n"
+           "  // <<< learner\n"
+           "'''\n")
+    p = tmp_path / "ex_f_solution.py"
+    p.write_text(src)
+    assert starters.starter_text(p) == ("def f(x):\n    # TODO: double x\n\n    return x\n\n"
+                                        "K = '''\n  v = 0;  // TODO\n'''\n")
+    assert starters.solution_text(p) == "def f(x):\n    return 2 * x\n\nK = '''\n  v = 2 * x;\n'''\n"
+    assert load_function(p, "f")(3) == 6
+
+
+@pytest.mark.parametrize("bad,what", [
+    ("# >>> learner\n# >>> learner\n# <<< learner\n", "nested"),
+    ("# <<< learner\n", "unmatched"),
+    ("// >>> learner\n# <<< learner\n", "unmatched"),
+    ("# >>> learner\nx = 1\n", "never closed"),
+])
+def test_malformed_learner_regions_are_refused(bad, what, tmp_path):
+    p = tmp_path / "ex_bad_solution.py"
+    p.write_text(bad)
+    with pytest.raises(starters.RegionError, match=what):
+        starters.starter_text(p)
+
+
+def test_register_exercise_refuses_a_starter_file():
+    with pytest.raises(TypeError, match="generated from the solution"):
+        register_exercise("x", title="x", op="vecadd", statement="x", solution="s.py", starter="t.py", entry="f",
+                          hints=["h"], here=__file__)
 
 
 @pytest.mark.parametrize("ex_id", IDS)
@@ -192,7 +254,7 @@ assert {m[0] for m in MISTAKES} == set(IDS), "every exercise needs its classic m
 
 def _mistaken(ex, edits, tmp_path):
     """Return the exercise's solution with ``edits`` applied, loaded from a file (Triton needs the source)."""
-    src = ex.solution_file.read_text()
+    src = starters.solution_text(ex.solution_file)
     for old, new in edits:
         assert src.count(old) == 1, f"{ex.solution_file.name} no longer holds exactly one {old!r}"
         src = src.replace(old, new)

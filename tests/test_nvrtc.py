@@ -25,6 +25,7 @@ import workbench as wb
 from tests._nvrtc import compile_like_cupy, load_nvrtc
 from tests.conftest import ROOT
 from workbench.cuda import _gpu_source, has_inline_asm, load_source
+from workbench.practice.starters import starter_text
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the NVRTC wheel test runs on Linux")
 
@@ -37,15 +38,23 @@ HOPPER_NVCC = {"kernels/gemm/cu/hgemm_wgmma_tma.cu": ("hgemm_wgmma_tma_f16", "hg
 class Build:
     """One NVRTC compile the GPU path makes: a file (or inline source), its options, the kernels it must export."""
 
-    src: str  # repo-relative .cu path, or "module:ATTR" for CUDA C held in a Python string
+    src: str  # repo-relative .cu path, "module:ATTR" for CUDA C held in a Python string, "starter:path:ATTR" for
+    # the same in the starter generated from a solution file
     options: tuple[str, ...]
     names: tuple[str, ...]
 
     @property
     def id(self) -> str:
-        return f"{Path(self.src.split(':')[0]).name}{' ' + ' '.join(self.options) if self.options else ''}"
+        name = Path(self.src.split(":")[1]).stem.replace("solution", "starter") if self.src.startswith("starter:") \
+            else Path(self.src.split(":")[0]).name
+        return f"{name}{' ' + ' '.join(self.options) if self.options else ''}"
 
     def source(self):
+        if self.src.startswith("starter:"):  # what learners start from: run the generated starter, take ATTR
+            _, path, attr = self.src.split(":")
+            ns: dict = {}
+            exec(compile(starter_text(ROOT / path), path, "exec"), ns)  # noqa: S102  (our own exercise)
+            return load_source(ns[attr])
         if ":" in self.src:
             mod, attr = self.src.split(":")
             return load_source(getattr(__import__(mod, fromlist=[attr]), attr))
@@ -57,7 +66,7 @@ def _softmax_and_small() -> list[Build]:
            Build("kernels/rmsnorm/rmsnorm.cu", (), tuple(f"rmsnorm_{s}" for s in SFX)),
            Build("kernels/moe_align/moe_align.cu", (), ("moe_align_count", "moe_align_scatter")),
            Build("kernels.softmax.ex_warp_solution:SOURCE", (), ("softmax_warp",)),
-           Build("kernels.softmax.ex_warp_starter:SOURCE", (), ("softmax_warp",)),  # what learners start from
+           Build("starter:kernels/softmax/ex_warp_solution.py:SOURCE", (), ("softmax_warp",)),
            # known-wrong kernels: their bug must be the one they teach, not a compile error on the GPU
            Build("kernels/vecadd/wrong_vecadd.cu", (), ("vecadd_unguarded_f32",)),
            Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",))]
