@@ -1,3 +1,6 @@
+# >>> learner
+#> # ruff: noqa: F841, B007  (a starter: the TODOs will use these names)
+# <<< learner
 import torch
 from numba import cuda, float32
 

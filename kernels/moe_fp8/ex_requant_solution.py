@@ -3,7 +3,7 @@ import triton
 import triton.language as tl
 
 from kernels.moe_fp8.ex_common import run_with_gate_up
-from kernels.moe_fp8.v1_triton_block import e4m3_rne  # rounds fp32 onto the e4m3 grid: the requant needs it
+from kernels.moe_fp8.v1_triton_block import e4m3_rne  # noqa: F401  (rounds fp32 onto the e4m3 grid; the requant needs it)
 
 
 @triton.jit
