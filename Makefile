@@ -15,7 +15,8 @@ PYTEST_NB := $(BIN)/pytest -p no:cacheprovider $(NBVAL) notebooks/
 # and a test file's cached checks on one worker.
 JOBS ?= 2
 # Progress bars stay out of test and nbval output (the browser test turns them on: it checks what a learner sees).
-QUIET := WORKBENCH_PROGRESS=0
+# Drill attempts made by the tests and notebook 05 go to a throwaway progress store, not the learner's.
+QUIET := WORKBENCH_PROGRESS=0 WORKBENCH_HOME=$$(mktemp -d)
 # The browser test drives Debian's chromium. As root, the first `make test` installs it; as a normal user without
 # it, the browser tests are skipped with one line saying how to enable them.
 CHROMIUM := $(or $(WORKBENCH_CHROMIUM),/usr/bin/chromium)

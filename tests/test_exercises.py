@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import re
 import warnings
 
 import pytest
 
 import workbench as wb
+from tests.conftest import ROOT
 from workbench.practice import starters
 from workbench.practice.exercises import Exercise, load_function, register_exercise
 
@@ -121,6 +124,30 @@ def test_starter_is_the_solution_outside_the_learner_regions(ex_id):
         assert all(any(a == b for b in it) for a in outside)  # `outside` is a subsequence of both texts
     assert ex.starter_file.read_text() == ex.starter
 
+
+
+def _notebook_starter_cells() -> list[tuple[str, str, str]]:
+    """Return (notebook, exercise id, cell text) of every notebook cell holding an exercise's starter."""
+    cells = []
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            text = "".join(cell["source"])
+            m = re.match(r"# The starter of ([\w-]+):", text)
+            if m and cell["cell_type"] == "code":
+                cells.append((nb.name, m.group(1), text))
+    return cells
+
+
+def test_notebook_starter_cells_are_the_generated_starters():
+    """A notebook's editable starter cell is a copy: its header comment, then the starter, exactly."""
+    cells = _notebook_starter_cells()
+    assert len(cells) >= 10 and {ex for _, ex, _ in cells} <= set(IDS)
+    for nb, ex_id, text in cells:
+        header = re.match(r"(?:#[^\n]*\n)*?# and the check prints why it fails\.\n", text)
+        assert header, f"{nb}: the starter cell of {ex_id} lost its header comment"
+        assert text[header.end():] == wb.exercise(ex_id).starter.rstrip("\n"), (
+            f"{nb}: the starter cell of {ex_id} differs from the starter generated from "
+            f"{wb.exercise(ex_id).solution_file.name}; copy wb.exercise({ex_id!r}).starter into it")
 
 def test_learner_regions_give_the_starter_and_the_solution(tmp_path):
     src = ("def f(x):\n"

@@ -107,6 +107,8 @@ JARGON: dict[str, str] = {
     "Triton interpreter": r"\binterpreter\b",
     "Numba CUDA simulator": r"\bsimulator\b",
     "CPU engine": r"\bCPU engine\b",
+    "ElementwiseKernel": r"\bElementwiseKernels?\b",
+    "ReductionKernel": r"\bReductionKernels?\b",
     # softmax and attention
     "safe softmax": r"\bsubtract(?:s|ing)? (?:the )?(?:row )?max\b",
     "tree reduction": r"\btree\b",

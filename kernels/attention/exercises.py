@@ -33,7 +33,7 @@ kernel that never stores S moves ~60x fewer bytes.
 **How.** One program owns a tile of `BLOCK_M = 16` query rows (grid: query tiles x B*H) and walks over K and V in
 tiles of `BLOCK_N = 16` keys, keeping per row a running max `m_i`, a running sum `l_i` of `exp(s - m_i)` and an
 accumulator `acc` of `exp(s - m_i) * v`. At the end `o = acc / l_i`. This is the online softmax of notebook 02
-(section 4, and exercise `softmax-online`), with a row of V riding along with each weight.
+(section 5, and exercise `softmax-online`), with a row of V riding along with each weight.
 
 **Your part.** When a key tile raises a row's max from `m_i` to `m_new`, `l_i` and `acc` still hold terms weighted
 by `exp(s - m_i)`, while the new tile's `p` is `exp(s - m_new)`. Fix the update at the TODO so both are rescaled
@@ -41,12 +41,12 @@ to the new max before `p` is added. The untouched starter is right only when all
 (Sk <= 16); the checker uses Sk = 1, 17 and 40.
 """,
     hints=[
-        "exp(s - m_new) = exp(s - m_i) * exp(m_i - m_new): every term already in l_i and in acc must be multiplied "
-        "by alpha = exp(m_i - m_new) (<= 1; exactly 1 when the max did not move).",
-        "alpha = tl.exp(m_i - m_new) holds one number per row, shape [BLOCK_M]; acc is [BLOCK_M, BLOCK_D], so scale "
-        "it with alpha[:, None].",
-        "l_i = l_i * alpha + tl.sum(p, axis=1); acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, ...). On the "
-        "first tile m_i = -inf, so alpha = 0 and the zeros stay zeros.",
+        "exp(s - m_new) = exp(s - m_i) * exp(m_i - m_new): every term already in l_i and in acc must be multiplied by "
+        "alpha = exp(m_i - m_new) (<= 1; exactly 1 when the max did not move).",
+        "alpha holds one number per row ([BLOCK_M]) while acc is [BLOCK_M, BLOCK_D]: broadcast alpha over acc's "
+        "columns.",
+        "Rescale both running quantities first, then add the new tile's share (its row sums to l_i, its P V product "
+        "to acc). On the first tile m_i = -inf, so alpha = 0 and the zeros stay zeros.",
     ],
     shapes=ONLINE_SHAPES,
     dtypes=("float32", "float16"),
@@ -78,11 +78,11 @@ The checker runs causal shapes with Sq = Sk, Sq < Sk and Sq > Sk, and one non-ca
     hints=[
         "Query tile pid_m holds rows pid_m * BLOCK_M ... (pid_m + 1) * BLOCK_M - 1; keys from (pid_m + 1) * BLOCK_M "
         "on are masked for all of them, and keys past Sk do not exist.",
-        "hi = tl.minimum((pid_m + 1) * BLOCK_M, Sk) if CAUSAL else Sk (a constexpr condition, decided at compile "
-        "time).",
-        "After the Sk mask: if CAUSAL: s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float('inf')). "
-        "Applying it to every visited tile is correct; only the diagonal tile changes (FlashAttention-2 splits the "
-        "loop so that the other tiles skip the where).",
+        "So with CAUSAL the loop over key tiles can end at the smaller of that bound and Sk, and without it at Sk. "
+        "CAUSAL is a constexpr: the choice is made when the kernel is compiled.",
+        "Inside the loop, after the Sk mask, when CAUSAL set to -inf the scores of keys later than their query "
+        "(column index greater than row index: tl.where on the two index vectors). Doing it on every visited tile is "
+        "correct; only the diagonal tile changes.",
     ],
     shapes=CAUSAL_SHAPES,
     dtypes=("float32",),  # fp16 adds nothing the online exercise does not check, and would double ~4 s

@@ -39,12 +39,12 @@ diagonal). Write `dkdv_step`: add one query tile's share to `dk` and `dv` and re
 returns them unchanged, so dK and dV come out as zeros: dq passes, dk and dv fail.
 """,
     hints=[
-        "p = tl.exp(s - lse[:, None]) is the forward's [BLOCK_M, BLOCK_N] probability tile, 0 where s is -inf. "
-        "dV is [BLOCK_N, D]: dv += tl.dot(tl.trans(p.to(do.dtype)), do).",
-        "dp = tl.dot(do, tl.trans(v)) is [BLOCK_M, BLOCK_N]; ds = p * (dp - delta[:, None]). dq_kernel computes the "
-        "same p, dp and ds: only the last matmul is transposed.",
-        "dk += tl.dot(tl.trans(ds.to(q.dtype)), q) * scale; return dk, dv. Pass input_precision='ieee' to tl.dot so "
-        "fp32 products are exact (no TF32 on a GPU).",
+        "P = exp(S - lse) is the forward's probability tile ([BLOCK_M, BLOCK_N]), 0 where s is -inf. dV is [BLOCK_N, "
+        "D]: it accumulates P transposed times dO.",
+        "dP = dO V^T is [BLOCK_M, BLOCK_N]; the softmax backward gives dS = P * (dP - Delta), Delta broadcast over "
+        "the columns. dq_kernel above computes the same P, dP and dS: read it.",
+        "dK accumulates dS transposed times Q, times the softmax scale (dq_kernel's last matmul, with the other "
+        "operand). For float32 inputs keep every tl.dot exact with input_precision='ieee'.",
     ],
     shapes=SHAPES,
     dtypes=("float32",),

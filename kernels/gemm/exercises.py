@@ -22,12 +22,14 @@ simulator's sanitizer: shared memory starts as garbage (NaN), a read of an eleme
 (`uninitialized`), and so is a missing barrier (`race`, with both threads and their lines).
 """,
     hints=[
-        "Thread (ty, tx) loads sa[ty, tx] = a[row, k0 + tx] and sb[ty, tx] = b[k0 + ty, col]: both coalesced, "
-        "since consecutive tx read consecutive addresses. Use float32(0.0) when the index is out of range.",
-        "cuda.syncthreads() after the loads (the tile is complete) and after the inner loop (nobody still reads it "
-        "when the next slice overwrites it). Leaving either out is a race: on a GPU whole tiles come out wrong, and "
-        "the checker's racecheck names the two threads and lines (diagnosis race).",
-        "Store with `if row < m and col < n: c[row, col] = acc` -- the block may hang over the edge of c.",
+        "Per K step each thread loads one element of each tile: thread (ty, tx) takes a's element in its own row at "
+        "offset tx of the K slice, and b's element in its own column at offset ty. Both loads are coalesced "
+        "(consecutive tx, consecutive addresses); out-of-range elements load as float32(0.0), adding nothing.",
+        "Two barriers (cuda.syncthreads) per step: after the loads (the tile is complete before anyone reads it) and "
+        "after the inner product (nobody overwrites a tile others still read). Leave either out and the checker's "
+        "racecheck names the two threads and lines (diagnosis race); on a GPU whole tiles come out wrong.",
+        "The inner product runs over the TILE elements of the shared tiles, row ty of the a-tile against column tx of "
+        "the b-tile. The block can hang over the edge of c, so guard the final store with both bounds.",
     ],
     shapes=SMALL, dtypes=("float32",), seeds=(0,),
 )
@@ -45,9 +47,12 @@ Give each thread a 2x2 block of `c`. Per k, load two values of `a` (rows row0, r
 With 8x8 = 64 threads per block the block covers a 16x16 tile. The starter only computes the first element.
 """,
     hints=[
-        "ra[i] = a[row0 + i, kk] for i in range(T) (0 when row0 + i >= m); rb[j] = b[kk, col0 + j] likewise.",
-        "Then a double loop: acc[i, j] += ra[i] * rb[j]. Each loaded value is used T = 2 times.",
-        "Store each acc[i, j] to c[row0 + i, col0 + j] only when both indices are inside c.",
+        "For each k, load T values of a's column k (rows row0 .. row0 + T - 1) into ra and T values of b's row k "
+        "(columns col0 .. col0 + T - 1) into rb, 0 outside the matrix.",
+        "Then every pair (i, j) gets one multiply-add from ra[i] and rb[j]: T*T FMAs for 2*T loads, so each loaded "
+        "value is used T times.",
+        "The starter accumulates and stores only acc[0, 0]: store all T*T accumulators, each guarded by its own row "
+        "and column bound.",
     ],
     shapes=SMALL, dtypes=("float32",), seeds=(0,),
 )
@@ -66,10 +71,13 @@ the same time then share GROUP_M panels of `a` and a few panels of `b` in L2, in
 of `b` once per tile-row. The starter sends every program to tile (0, 0).
 """,
     hints=[
-        "A group holds GROUP_M * n_n programs: group = pid // (GROUP_M * n_n); its first tile-row is "
-        "group * GROUP_M.",
-        "The last group can be short: group_m = min(n_m - first_m, GROUP_M) (tl.minimum).",
-        "Inside the group: pid_m = first_m + (pid % per_group) % group_m; pid_n = (pid % per_group) // group_m.",
+        "A group is GROUP_M tile-rows times all n_n tile-columns, GROUP_M * n_n programs. Which group a program is "
+        "in, and so its first tile-row, follows from integer division of pid by that count.",
+        "When n_m is not a multiple of GROUP_M the last group is short: its size is the smaller of what is left (n_m "
+        "minus its first tile-row) and GROUP_M (tl.minimum). Use that size, not GROUP_M, below.",
+        "Inside a group, consecutive programs walk down the group's tile-rows and then move one tile-column right: "
+        "the program's position within its group, split by the group's size into remainder and quotient, gives the "
+        "tile-row offset and the tile-column.",
     ],
     shapes=[{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 9}, {"M": 127, "N": 65, "K": 129}],
     dtypes=("float32", "float16"), seeds=(0,),

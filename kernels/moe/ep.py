@@ -52,8 +52,8 @@ workers.
 from __future__ import annotations
 
 import datetime
-import io
 import math
+import pickle
 import queue as queue_mod
 import time
 import traceback
@@ -206,11 +206,45 @@ def _shard_bounds(n: int, world: int) -> list[tuple[int, int]]:
 
 
 def _to_bytes(obj: Any) -> bytes:
-    # torch.save to bytes, not a tensor through the queue: torch's queue pickling shares memory that dies with
-    # the sending process, and the worker exits right after sending.
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    return buf.getvalue()
+    """Pickle a report (dicts, lists, numbers, tensors) with every tensor as dtype, shape and raw bytes.
+
+    Not a tensor through the queue: torch's queue pickling shares memory that dies with the sending process, and
+    the worker exits right after sending. Not ``torch.save`` either: a rank that owns no token has empty tensors,
+    and in CI a saved empty storage came back with another storage's bytes ("record size 128 bytes does not match
+    expected size 0"). Raw bytes of a contiguous copy have no storages to mix up.
+    """
+    return pickle.dumps(_pack(obj), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _pack(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        return ("__tensor__", str(t.dtype).removeprefix("torch."), tuple(t.shape),
+                t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    if isinstance(obj, dict):
+        return {k: _pack(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_pack(v) for v in obj)
+    return obj
+
+
+def _unpack(obj: Any) -> Any:
+    if isinstance(obj, tuple) and len(obj) == 4 and obj[0] == "__tensor__":
+        _, dtype_name, shape, raw = obj
+        dtype = getattr(torch, dtype_name)
+        if not raw:
+            return torch.empty(shape, dtype=dtype)
+        return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+    if isinstance(obj, dict):
+        return {k: _unpack(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_unpack(v) for v in obj)
+    return obj
+
+
+def _from_bytes(payload: bytes) -> Any:
+    """Rebuild what :func:`_to_bytes` packed (the payload comes from our own spawned rank)."""
+    return _unpack(pickle.loads(payload))  # noqa: S301  (our own child process's report)
 
 
 def _worker(rank: int, world: int, port: int, backend: str, jobs: list[dict], timeout_s: float,
@@ -339,7 +373,7 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
                 continue
             if kind == "error":
                 raise RuntimeError(f"ep rank {rank} of {world} failed (backend {backend}):\n{payload}")
-            reports[rank] = torch.load(io.BytesIO(payload), weights_only=True)  # tensors, lists, numbers
+            reports[rank] = _from_bytes(payload)  # tensors, lists, numbers
         for p in procs:
             p.join(timeout=10)
     finally:

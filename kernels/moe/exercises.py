@@ -38,12 +38,13 @@ Napkin: DeepSeek-V3 decode, T = 64 and top_k = 8 over E = 256 experts with block
 decode kernels use a small block.
 """,
     hints=[
-        "padded = (counts[e] + block - 1) // block * block; keep a running start, set cursor[e] = start before "
-        "adding padded to it.",
-        "The blocks of expert e are start // block ... (start + padded) // block - 1; n_padded[0] = start after "
-        "the loop.",
-        "pos = cuda.atomic.add(cursor, ids[s], 1) returns the old value: that row is yours alone. "
-        "Then sorted_ids[pos] = s.",
+        "Walk the experts in order keeping a running start: each expert's group begins where the previous padded "
+        "group ended, and its padded size is its count rounded up to a multiple of block.",
+        "Expert e's group covers rows start .. start + padded - 1, so blocks start // block up to (start + padded) // "
+        "block - 1 belong to e in expert_ids. After the last expert the running start is n_padded.",
+        "In the scatter, two slots of one expert must never get the same row: claim a row with an atomic increment of "
+        "that expert's cursor (cuda.atomic.add returns the value before the increment: that row is yours), and write "
+        "the slot's index s there in sorted_ids.",
     ],
     shapes=ALIGN_SHAPES,
     cases=("random", "skewed"),
@@ -68,9 +69,9 @@ gate. **TODO:** write the epilogue so the kernel stores `SiLU(gate) * up`. The d
 are given (solved, from the other exercise).
 """,
     hints=[
-        "SiLU(g) = g * sigmoid(g); tl.sigmoid exists.",
-        "act = gate * tl.sigmoid(gate) * up: elementwise on the two [BLOCK_M, BLOCK_N] fp32 tiles, then the store "
-        "casts to the output dtype.",
+        "SiLU(g) = g * sigmoid(g); Triton has tl.sigmoid.",
+        "The epilogue combines the two fp32 tiles elementwise, SiLU of the gate tile times the up tile; the store "
+        "that follows converts to the output dtype.",
     ],
     shapes=MOE_SHAPES,
     cases=("random", "one_expert"),
@@ -96,9 +97,10 @@ different experts' blocks, handled by different programs in any order, so the ad
 `[T*top_k, d]` and summing in another kernel, costs a round trip: 2 x 117 MB at the Mixtral prefill shape in bf16.
 """,
     hints=[
-        "rw = tl.load(weight_ptr + slots, mask=valid, other=0.0) gives one weight per row; padding rows get 0.",
-        "tl.atomic_add(out_ptr + tok[:, None] * d + cols[None, :], acc * rw[:, None], mask=...) with the same "
-        "mask as the store.",
+        "weight_ptr holds one fp32 router weight per slot: load it for the block's rows (padding rows get 0) and "
+        "scale each row of acc by its weight.",
+        "A token's top_k slots sit in different experts' row blocks, so several programs add into the same output "
+        "row: the store must become an atomic add (tl.atomic_add), with the same mask.",
     ],
     shapes=MOE_SHAPES,
     cases=("random", "one_expert"),

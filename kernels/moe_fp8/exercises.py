@@ -30,10 +30,12 @@ contract's recipe divides in IEEE arithmetic, and Triton's `/` is an approximati
 Routing, x's quantization, the alignment and the down kernel are given (`kernels/moe_fp8/ex_common.py`).
 """,
     hints=[
-        "amax = tl.max(tl.abs(h), axis=1) is one value per row ([BLOCK_M]); columns past I hold 0 (their weights "
-        "were masked to 0), so they do not move it.",
-        "scale = tl.math.div_rn(tl.maximum(amax, 1e-12), 448.0), then q = e4m3_rne(tl.math.div_rn(h, "
-        "scale[:, None])): broadcast each row's scale over its 128 columns.",
+        "Each row of h (128 columns, one quantization group) gets one scale: its largest magnitude (a max of absolute "
+        "values along the columns), at least 1e-12, divided by 448, e4m3's largest value. Columns past I hold 0 and "
+        "do not move it.",
+        "Both divisions, the scale's and h's by its row's scale (broadcast over the columns), use tl.math.div_rn as "
+        "the contract does; e4m3_rne rounds h / scale onto the e4m3 grid: that is q. The two stores below already "
+        "write q and scale.",
     ],
     shapes=SHAPES,
     cases=("random", "one_expert"),

@@ -25,10 +25,12 @@ whose squares (9e4) do not fit in float16. In cpu mode the kernel cupy would gen
 `print(sum_squares.cached_code)` after a call shows where your strings went.
 """,
     hints=[
-        "map_expr is an expression of x: its square, computed in float so an fp16 input cannot overflow: "
-        "\"(float)x * (float)x\".",
-        "A sum reduces with \"a + b\". Any associative, commutative combination works there; \"a\" alone drops b.",
-        "The identity of a sum is \"0\": a thread with no elements (or a row of one element) must add nothing.",
+        "map_expr is an expression of the input x: what one element adds to the row's sum. Square it in float, not in "
+        "T: an fp16 x of 300 squares to 9e4, past fp16's largest value, 65504.",
+        "reduce_expr combines two partial sums a and b; the starter's \"a\" keeps one and drops the other. Partial "
+        "sums meet in a tree in no fixed order, so use the associative, commutative operation of a sum.",
+        "identity is where every thread's partial sum starts, before its first element: it must change nothing. The "
+        "starter's \"1\" adds one to the sum of every thread that takes part, so each row's sum comes out too big.",
     ],
     shapes=[{"M": 1, "N": 1}, {"M": 5, "N": 33}, {"M": 3, "N": 1030}],
     dtypes=("float32", "float16"),

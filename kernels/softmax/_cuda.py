@@ -17,7 +17,7 @@ from workbench.interop import to_raw
 HERE = Path(__file__).parent
 
 
-def run(cu: str, base: str, x: torch.Tensor, grid: int, block: int | tuple[int, ...],
+def run(cu: str | Path, base: str, x: torch.Tensor, grid: int, block: int | tuple[int, ...],
         shared_mem: int = 0) -> torch.Tensor:
     """Launch ``kernel(x, out, M, N)`` over ``grid`` blocks of ``block`` threads and return ``out``."""
     out = empty_like(x)

@@ -18,9 +18,12 @@ of the **whole warp**, using `__shfl_xor_sync`: in five butterfly steps (lanes 1
 combines its value with its partner's. No shared memory, no `__syncthreads()`.
 """,
     hints=[
-        "__shfl_xor_sync(0xffffffffu, v, off) returns v from the lane whose index is yours XOR off.",
-        "for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));",
-        "warp_sum is the same loop with v += ... . After 5 steps all 32 lanes hold the same result.",
+        "__shfl_xor_sync(0xffffffffu, v, off) returns v from the lane whose index is yours XOR off: a butterfly pairs "
+        "lanes 16 apart, then 8, 4, 2 and 1.",
+        "warp_max: at each of the five steps, keep the larger of your value and your partner's (fmaxf). After the "
+        "last step every lane holds the maximum of all 32.",
+        "warp_sum is the same loop with an addition instead of the max. Every lane of the mask must take part in each "
+        "shuffle, so keep the loop outside any per-lane `if`.",
     ],
     shapes=SMALL,
     dtypes=("float32",),
@@ -42,8 +45,10 @@ FlashAttention (notebook 03). The checker's edge rows include one that is `-inf`
 its first chunks hold only `-inf`, where a rescale `exp(m - m_new)` would compute `exp(-inf - -inf)` = NaN.
 """,
     hints=[
-        "exp(x - m_new) = exp(x - m) * exp(m - m_new): the old sum must be multiplied by exp(m - m_new).",
-        "s = s * tl.exp(m - ref) + tl.sum(tl.exp(x - ref), axis=0), where ref is m_new (0 while everything is -inf).",
+        "exp(x - m_new) = exp(x - m) * exp(m - m_new): every term already in the running sum s is relative to the old "
+        "max m.",
+        "So before adding the new block's terms, multiply the old sum by the factor that moves it from m to the new "
+        "reference (ref). ref is 0 while the whole row so far is -inf, which keeps that factor finite.",
     ],
     shapes=SMALL,
     dtypes=("float32", "float16"),
@@ -64,10 +69,11 @@ The checker includes rows with -inf entries, a row near 1e4 (overflows without t
 (which must give NaN, like torch.softmax).
 """,
     hints=[
-        "mask = cols < N; load with other=-float('inf') so padding lanes add exp(-inf) = 0 to the sum.",
-        "x = tl.load(x_ptr + row * N + cols, mask=mask, other=-float('inf')).to(tl.float32); "
-        "e = tl.exp(x - tl.max(x, axis=0))",
-        "tl.store(y_ptr + row * N + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=mask)",
+        "Masked lanes must not change the max or the sum: load them as -inf, since exp(-inf) = 0.",
+        "Row `row` starts row * N elements in: load at that offset plus cols, convert to float32, subtract the row "
+        "max (tl.max over the row), exponentiate, divide by the sum (tl.sum).",
+        "Store at the same offsets under the same mask, converted back to the output's element type "
+        "(y_ptr.dtype.element_ty), so float16 inputs give float16 outputs.",
     ],
     shapes=SMALL,
     dtypes=("float32", "float16"),

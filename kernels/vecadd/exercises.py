@@ -12,12 +12,16 @@ register_exercise(
     statement="""
 Write `vecadd(x, y)` with a Triton kernel: each program handles `BLOCK` consecutive elements. Compute this
 program's offsets, mask the ones past `n`, load `x` and `y` under the mask and store `x + y` under the mask.
-The checker tries n = 1, 17, 1023, 1025 and 4099, so the last program is usually partial.
+The checker tries n = 1, 17, 1023, 1025, 1032 and 4099, so the last program is usually partial.
 """,
     hints=[
-        "pid = tl.program_id(0); offs = pid * BLOCK + tl.arange(0, BLOCK) gives this program's element indices.",
-        "mask = offs < n. Pass mask=mask to tl.load and to tl.store: masked lanes neither read nor write.",
-        "Launch ceil(n / BLOCK) programs: grid = (triton.cdiv(n, BLOCK),).",
+        "Each program owns BLOCK consecutive elements starting at its program id times BLOCK; tl.arange(0, BLOCK) "
+        "gives the offsets within the block.",
+        "Lanes whose index is n or more must neither load nor store: compare the offsets with n and pass that boolean "
+        "vector as mask= to every tl.load and tl.store.",
+        "Load x and y at their pointers plus the offsets, add them, and store the sum at out_ptr plus the offsets, "
+        "all three under the one mask. The launch already rounds the program count up (triton.cdiv), so the last, "
+        "partial program is then handled too.",
     ],
     dtypes=("float32", "float16"),
 )
@@ -34,8 +38,9 @@ The kernel is written; the launch is not. Choose the number of blocks so that ev
 when n is not a multiple of the block size, and make sure the extra threads of the last block do nothing.
 """,
     hints=[
-        "With 256 threads per block, n = 1025 needs 5 blocks, not 4: round the division up.",
-        "blocks = (n + THREADS - 1) // THREADS; the kernel's `if i < n` keeps the extra threads idle.",
+        "With 256 threads per block, n = 1025 elements need 5 blocks: 4 blocks cover only 1024.",
+        "Round the division up instead of down (the integer form of ceil(n / THREADS)); the kernel's `if i < n` "
+        "already keeps the extra threads of the last block idle.",
     ],
     dtypes=("float32",),
     seeds=(0,),
