@@ -1,21 +1,11 @@
-"""Register the gemm variants; ``LADDER`` is their teaching order.
+"""Register the gemm variants; ``LADDER`` (not import order) is their teaching order.
 
-cupy.matmul sits beside the torch baseline (cuBLAS from CuPy); then Numba, CUDA C and Triton.
-
-``LADDER``, not the order of the imports, decides the order of ``wb.variants("gemm")``:
-the baselines (registered with the contract) first, known-wrong kernels last.
+Cupy.matmul beside the torch baseline (cuBLAS from CuPy), then Numba, CUDA C and Triton.
 """
 
 from workbench.registry import teaching_order
 
-from . import (  # noqa: F401
-    v0_cupy,
-    v1_numba,
-    v2_cuda_simt,
-    v3_cuda_tensor_cores,
-    v4_triton,
-    wrong,
-)
+from . import v0_cupy, v1_numba, v2_cuda_simt, v3_cuda_tensor_cores, v4_triton, wrong  # noqa: F401
 
 LADDER = (
     "torch_matmul", "cupy_matmul", "numba_naive", "numba_coalesced", "numba_smem", "numba_regblock", "cuda_naive",

@@ -40,43 +40,49 @@ CPU_LIMIT = CpuLimit("3*T*top_k*I*d", 1 << 17,
                      "multiply-adds; the Numba simulator runs one OS thread per CUDA thread, ~25 us per multiply-add")
 
 
+@cuda.jit(device=True)
+def route_token(logits, t, ids, wts, top_k, renormalize):
+    """Write token ``t``'s top_k experts (lowest id on a tie) and their softmax weights to ``ids[t]``, ``wts[t]``."""
+    n_exp = logits.shape[1]
+    mx = float32(-math.inf)
+    for e in range(n_exp):
+        mx = max(mx, float32(logits[t, e]))
+    den = float32(0.0)
+    for e in range(n_exp):
+        den += math.exp(float32(logits[t, e]) - mx)
+    total = float32(0.0)
+    for j in range(top_k):
+        best = int32(-1)
+        best_v = float32(-math.inf)
+        for e in range(n_exp):
+            v = float32(logits[t, e])
+            taken = False
+            for jj in range(j):
+                if ids[t, jj] == e:
+                    taken = True
+            # Strictly greater, scanning e upwards: on a tie the lower expert id stays.
+            if not taken and (best < 0 or v > best_v):
+                best = e
+                best_v = v
+        p = math.exp(best_v - mx) / den
+        ids[t, j] = best
+        wts[t, j] = p
+        total += p
+    if renormalize:
+        for j in range(top_k):
+            wts[t, j] = wts[t, j] / total
+
+
 @cuda.jit
 def moe_token(x, logits, w1, w2, out, ids, wts, h, top_k, renormalize):
     t = cuda.blockIdx.x  # one block per token
     tid = cuda.threadIdx.x
-    n_exp = logits.shape[1]
     d = x.shape[1]
     inter = w2.shape[2]
 
     # Phase 1: routing by one thread (E * top_k compares: tiny next to the 3*I*d multiply-adds per expert).
     if tid == 0:
-        mx = float32(-math.inf)
-        for e in range(n_exp):
-            mx = max(mx, float32(logits[t, e]))
-        den = float32(0.0)
-        for e in range(n_exp):
-            den += math.exp(float32(logits[t, e]) - mx)
-        total = float32(0.0)
-        for j in range(top_k):
-            best = int32(-1)
-            best_v = float32(-math.inf)
-            for e in range(n_exp):
-                v = float32(logits[t, e])
-                taken = False
-                for jj in range(j):
-                    if ids[t, jj] == e:
-                        taken = True
-                # Strictly greater, scanning e upwards: on a tie the lower expert id stays.
-                if not taken and (best < 0 or v > best_v):
-                    best = e
-                    best_v = v
-            p = math.exp(best_v - mx) / den
-            ids[t, j] = best
-            wts[t, j] = p
-            total += p
-        if renormalize:
-            for j in range(top_k):
-                wts[t, j] = wts[t, j] / total
+        route_token(logits, t, ids, wts, top_k, renormalize)
     cuda.syncthreads()  # the choice (global scratch) is written before anyone reads it
 
     # Phase 2: the threads share the top_k * I (expert, column) pairs; each does 2 dot products of length d.

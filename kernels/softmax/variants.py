@@ -1,9 +1,6 @@
-"""Register the softmax variants; ``LADDER`` is their teaching order.
+"""Register the softmax variants; ``LADDER`` (not import order) is their teaching order.
 
-The CuPy rung comes first (array code, then CuPy's kernel generators), then Numba, CUDA C and Triton.
-
-``LADDER``, not the order of the imports, decides the order of ``wb.variants("softmax")``:
-the baselines (registered with the contract) first, known-wrong kernels last.
+The CuPy rung first (array code, then CuPy's kernel generators), then Numba, CUDA C and Triton.
 """
 
 from workbench.registry import teaching_order
