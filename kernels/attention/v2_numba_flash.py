@@ -25,10 +25,11 @@ from workbench.registry import CpuLimit
 BR = 64 if MODE == "gpu" else 32  # query rows per block = threads per block (the simulator: one OS thread each)
 BC = 32  # keys per K/V tile
 DMAX = 128  # head dim bound: shared K and V tiles are BC x DMAX fp32 = 2 * 32 * 128 * 4 B = 32 KiB per block
-# The simulator runs ~5 us per multiply-add: cap the work of one call (2 * Sq * Sk * D multiply-adds per head).
-# 2^19 admits every check shape of the op (the largest, H=2 x 100 x 100 x D=16, takes ~3 s on 2 cores).
+# The simulator runs ~2-7 us per multiply-add (measured here on one core: 32x32 keys, D = 16 in 0.23 s; 64x64,
+# D = 32 in 0.64 s): cap one call at B*H*Sq*Sk*D = 2^19 (2^20 multiply-adds, a few seconds), which admits every
+# check shape of the op (the largest, H=2 x 100 x 100 x D=16, takes ~3 s on 2 cores).
 CPU_LIMIT = CpuLimit("B*H*Sq*Sk*D", 2**19,
-                     "the Numba simulator runs one OS thread per CUDA thread, ~5 us per multiply-add")
+                     "the Numba simulator runs one OS thread per CUDA thread, ~2-7 us per multiply-add")
 
 
 @cuda.jit
@@ -38,7 +39,7 @@ def flash_fwd(q, k, v, out, sq, sk, d, scale, causal):
     t = cuda.threadIdx.x
     i = r0 + t  # this thread's query row
     ks = cuda.shared.array((BC, DMAX), float32)  # K tile: 16 KiB
-    vs = cuda.shared.array((BC, DMAX), float32)  # V tile: 16 KiB (own line: the simulator aliases same-line arrays)
+    vs = cuda.shared.array((BC, DMAX), float32)  # V tile: 16 KiB
     qr = cuda.local.array(DMAX, float32)  # q row, pre-multiplied by the scale
     o = cuda.local.array(DMAX, float32)  # unnormalised output row
     s = cuda.local.array(BC, float32)  # this tile's scores

@@ -13,7 +13,7 @@ TILE = 16
 @cuda.jit
 def smem_kernel(a, b, c, m, n, k):
     sa = cuda.shared.array((TILE, TILE), float32)
-    sb = cuda.shared.array((TILE, TILE), float32)  # keep on its own line (the simulator aliases one-line pairs)
+    sb = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col = cuda.blockIdx.x * TILE + tx
     row = cuda.blockIdx.y * TILE + ty

@@ -84,7 +84,7 @@ def smem_kernel(a, b, c, m, n, k):
     # Each 16x16 block stages a 16x16 tile of a and of b in shared memory per K step: every element loaded from
     # global memory is reused 16 times, cutting global traffic 16x against numba_coalesced.
     sa = cuda.shared.array((TILE, TILE), float32)
-    sb = cuda.shared.array((TILE, TILE), float32)  # own line: the simulator aliases two arrays on one line
+    sb = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col = cuda.blockIdx.x * TILE + tx
     row = cuda.blockIdx.y * TILE + ty
