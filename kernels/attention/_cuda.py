@@ -8,7 +8,6 @@ dtype) instance a launch needs (all twelve of a file take ~20 s); the CPU engine
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 import torch
 
 from kernels._launch import cuda_kernel, cuda_spec, is_aligned, only_dtype
-from workbench import empty_like
+from kernels.attention._host import start
 from workbench.contracts import require
 from workbench.interop import to_raw
 
@@ -64,12 +63,9 @@ def launch(base: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal:
     sk = k.shape[2]
     why = head_dim_problem(base.replace("attn_flash", "cuda_flash"), d)
     require("attention", why is None, why.removeprefix("attention/") if why else "")
-    out = empty_like(q)
-    if out.numel() == 0:
+    out, scale = start(q, k, scale)
+    if scale is None:
         return out
-    if sk == 0:  # softmax over no keys, times an empty V: the reference gives zeros
-        return out.zero_()
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     args = [to_raw(q), to_raw(k), to_raw(v), to_raw(out), np.int32(sq), np.int32(sk), np.int32(d),
             np.float32(scale * LOG2E), np.int32(bool(causal))]
     if vec:

@@ -17,7 +17,8 @@ import math
 
 import torch
 
-from workbench import MODE, empty_like, register
+from kernels.attention._host import rows_3d, start
+from workbench import MODE, register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 from workbench.registry import CpuLimit
@@ -105,13 +106,10 @@ def numba_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool 
                 scale: float | None = None) -> torch.Tensor:
     b, h, sq, d = q.shape
     sk = k.shape[2]
-    out = empty_like(q)
-    if out.numel() == 0:
+    out, scale = start(q, k, scale)
+    if scale is None:
         return out
-    if sk == 0:  # softmax over no keys, times an empty V: the reference gives zeros
-        return out.zero_()
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    q3, k3, v3, o3 = (t.view(b * h, t.shape[2], d) for t in (q, k, v, out))
+    q3, k3, v3, o3 = rows_3d(q, k, v, out)
     flash_fwd[((sq + BR - 1) // BR, b * h), BR](to_numba(q3), to_numba(k3), to_numba(v3), to_numba(o3), sq, sk, d,
                                                 float32(scale), causal)
     return out

