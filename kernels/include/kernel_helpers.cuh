@@ -21,40 +21,34 @@ template <typename T> __device__ __forceinline__ void store(T* p, float v) { *p 
 
 // ---- 16-byte vectors: one float4 moves 4 floats or 8 halves/bf16 (LDG.128 / STG.128 on the GPU).
 // unpack/pack convert 16 bytes <-> 16 / sizeof(T) floats; the last argument only selects T: (const T*)nullptr.
+// A 16-bit T travels as 4 pairs (__half2 / __nv_bfloat162), each converted with one paired instruction.
+__device__ __forceinline__ float2 pair_to_f32(__half2 h) { return __half22float2(h); }
+__device__ __forceinline__ float2 pair_to_f32(__nv_bfloat162 h) { return __bfloat1622float2(h); }
+__device__ __forceinline__ void pair_from_f32(__half2* h, float a, float b) { *h = __floats2half2_rn(a, b); }
+__device__ __forceinline__ void pair_from_f32(__nv_bfloat162* h, float a, float b) { *h = __floats2bfloat162_rn(a, b); }
+template <typename T2> __device__ __forceinline__ void unpack_pairs(float4 r, float* f) {
+    const T2* h = reinterpret_cast<const T2*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        float2 t = pair_to_f32(h[k]);
+        f[2 * k] = t.x; f[2 * k + 1] = t.y;
+    }
+}
+template <typename T2> __device__ __forceinline__ float4 pack_pairs(const float* f) {
+    float4 r;
+    T2* h = reinterpret_cast<T2*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) pair_from_f32(&h[k], f[2 * k], f[2 * k + 1]);
+    return r;
+}
 __device__ __forceinline__ void unpack(float4 r, float* f, const float*) {
     f[0] = r.x; f[1] = r.y; f[2] = r.z; f[3] = r.w;
 }
-__device__ __forceinline__ void unpack(float4 r, float* f, const __half*) {
-    const __half2* h = reinterpret_cast<const __half2*>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        float2 t = __half22float2(h[k]);
-        f[2 * k] = t.x; f[2 * k + 1] = t.y;
-    }
-}
-__device__ __forceinline__ void unpack(float4 r, float* f, const __nv_bfloat16*) {
-    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        float2 t = __bfloat1622float2(h[k]);
-        f[2 * k] = t.x; f[2 * k + 1] = t.y;
-    }
-}
+__device__ __forceinline__ void unpack(float4 r, float* f, const __half*) { unpack_pairs<__half2>(r, f); }
+__device__ __forceinline__ void unpack(float4 r, float* f, const __nv_bfloat16*) { unpack_pairs<__nv_bfloat162>(r, f); }
 __device__ __forceinline__ float4 pack(const float* f, const float*) { return make_float4(f[0], f[1], f[2], f[3]); }
-__device__ __forceinline__ float4 pack(const float* f, const __half*) {
-    float4 r;
-    __half2* h = reinterpret_cast<__half2*>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) h[k] = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-    return r;
-}
-__device__ __forceinline__ float4 pack(const float* f, const __nv_bfloat16*) {
-    float4 r;
-    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&r);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-    return r;
-}
+__device__ __forceinline__ float4 pack(const float* f, const __half*) { return pack_pairs<__half2>(f); }
+__device__ __forceinline__ float4 pack(const float* f, const __nv_bfloat16*) { return pack_pairs<__nv_bfloat162>(f); }
 
 // ---- Warp reductions: five butterfly steps (__shfl_xor_sync 16, 8, 4, 2, 1 lanes apart), no shared memory.
 // The whole warp must take part; afterwards every lane holds the result (the same bits in every lane).
