@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from workbench import empty, register
+from kernels.gemm.reference import output
+from workbench import register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 from workbench.registry import CpuLimit
@@ -46,9 +47,7 @@ def naive_kernel(a, b, c, m, n, k):
           supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="One thread per output; threadIdx.x walks rows, so warps read a and write c with stride (uncoalesced).")
 def numba_naive(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     grid = ((m + TILE - 1) // TILE, (n + TILE - 1) // TILE)
     naive_kernel[grid, (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
@@ -71,9 +70,7 @@ def coalesced_kernel(a, b, c, m, n, k):
           supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="Swap the thread mapping: threadIdx.x walks columns, so a warp reads 128 contiguous bytes of b.")
 def numba_coalesced(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     coalesced_kernel[_grid(m, n, TILE, TILE), (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
 
@@ -105,9 +102,7 @@ def smem_kernel(a, b, c, m, n, k):
           supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="16x16 tiles of a and b staged in shared memory: each global load is reused 16 times.")
 def numba_smem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     smem_kernel[_grid(m, n, TILE, TILE), (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
 
@@ -161,8 +156,6 @@ def regblock_kernel(a, b, c, m, n, k):
           supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="64x64 block tile, each thread a 4x4 micro-tile in registers: 16 FMAs per 8 shared-memory loads.")
 def numba_regblock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     regblock_kernel[_grid(m, n, BM, BN), (16, 16)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from kernels._launch import cuda_kernel, cuda_spec, is_aligned, only_dtype
-from workbench import empty, register
+from kernels.gemm.reference import output
+from workbench import register
 from workbench.interop import to_raw
 
 CU = Path(__file__).with_name("cu")
@@ -24,9 +25,7 @@ CU = Path(__file__).with_name("cu")
 def launch(base: str, a: torch.Tensor, b: torch.Tensor, tile: tuple[int, int], block: tuple[int, ...],
            rows_first: bool = False) -> torch.Tensor:
     """Return c = a @ b from ``cu/<base>.cu``'s kernel over ceil(M/tile_m) x ceil(N/tile_n) blocks of ``block``."""
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     if c.numel() == 0:  # M or N is 0: an empty result, as torch gives (a grid of 0 blocks is a launch error)
         return c
     vec = int(k % 4 == 0 and n % 4 == 0 and is_aligned(a, b, c))

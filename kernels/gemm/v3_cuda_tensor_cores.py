@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from kernels._launch import cuda_kernel, cuda_spec, is_aligned
-from kernels.gemm.reference import tma_supports
+from kernels.gemm.reference import output, tma_supports
 from workbench import empty, register
 from workbench.contracts import require
 from workbench.interop import to_raw
@@ -25,9 +25,7 @@ CU = Path(__file__).with_name("cu")
           inspect_spec=lambda: cuda_spec(CU / "hgemm_wmma.cu", "hgemm_wmma", torch.float16),
           idea="Tensor cores via nvcuda::wmma: 16x16x16 fp16/bf16 fragments, fp32 accumulators, 64x64 per block.")
 def cuda_wmma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     if c.numel() == 0:  # an empty result, as torch gives (a grid of 0 blocks is a launch error)
         return c
     grid = ((n + 63) // 64, (m + 63) // 64)
@@ -44,9 +42,7 @@ MMA_SMEM = 3 * (128 * 40 + 32 * 136) * 2  # bytes: 3 stages of a (128x40) and b 
           inspect_spec=lambda: cuda_spec(CU / "hgemm_mma_sync.cu", "hgemm_mma_sync", torch.float16),
           idea="mma.sync m16n8k16 from ldmatrix fragments, a 3-stage cp.async pipeline, 128x128x32 tiles.")
 def cuda_mma_sync(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     if c.numel() == 0 or k == 0:  # an empty result, or K = 0: every dot product is an empty sum, as torch gives
         return c.zero_()
     vec = int(k % 8 == 0 and n % 8 == 0 and is_aligned(a, b))

@@ -12,8 +12,8 @@ import triton
 import triton.language as tl
 
 from kernels._launch import dot_precision, tuned
-from kernels.gemm.reference import tma_supports
-from workbench import empty, register
+from kernels.gemm.reference import output, tma_supports
+from workbench import register
 
 
 # -------------------------------------------------------------------------------------------------------- triton_tile
@@ -49,9 +49,7 @@ def _tile_spec() -> dict:
 @register("gemm", "triton_tile", backend="triton", inspect_spec=_tile_spec,
           idea="One program per 64x64 tile of c, a K loop of masked tile loads and tl.dot into an fp32 accumulator.")
 def triton_tile(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     grid = (triton.cdiv(m, TILE["BM"]), triton.cdiv(n, TILE["BN"]))
     tile_kernel[grid](a, b, c, m, n, k, **TILE, PRECISION=dot_precision(a.dtype), num_warps=4, num_stages=2)
     return c
@@ -105,9 +103,7 @@ def _grouped_spec() -> dict:
 @register("gemm", "triton_grouped", backend="triton", inspect_spec=_grouped_spec,
           idea="128x128 tiles launched in groups of 8 tile-rows so programs running together share L2.")
 def triton_grouped(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     cfg = _grouped_cfg(a.dtype)
     grid = (triton.cdiv(m, cfg["BM"]) * triton.cdiv(n, cfg["BN"]),)
     grouped_kernel[grid](a, b, c, m, n, k, **cfg, PRECISION=dot_precision(a.dtype), num_warps=8, num_stages=3)
@@ -145,9 +141,7 @@ def _autotuned_spec() -> dict:
 @register("gemm", "triton_autotuned", backend="triton", inspect_spec=_autotuned_spec,
           idea="The grouped kernel autotuned over 8 tile/stage/warp configs per (M, N, K, dtype) on a GPU.")
 def triton_autotuned(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     _tuned[lambda meta: (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)](
         a, b, c, m, n, k, PRECISION=dot_precision(a.dtype))
     return c
@@ -213,9 +207,7 @@ def _ensure_allocator() -> None:
           idea="Persistent: one program per SM loops over grouped tiles; TMA descriptors load 128x64/64x256 tiles.")
 def triton_persistent_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _ensure_allocator()
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     tiles = triton.cdiv(m, PERSISTENT["BM"]) * triton.cdiv(n, PERSISTENT["BN"])
     persistent_tma_kernel[(min(sms, tiles),)](a, b, c, m, n, k, **PERSISTENT, NUM_SMS=sms, num_warps=8,
