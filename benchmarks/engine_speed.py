@@ -1,10 +1,11 @@
 """Measure the CPU engine against Numba's CUDA simulator on the same 16x16 shared-memory tiled SGEMM.
 
-Prints, from one run: the engine and the simulator at 64^3 (and the speed-up), the engine at 256^3, and the cost
+Prints, from one run: the engine and the simulator at 64^3 (and the speed-up), the engine at 256^3, the cost
 of the engine's sanitizers: a checked launch (memcheck + racecheck + initcheck, one worker thread) against a normal
-launch on one worker and on all of them, at 64^3.
+launch on one worker and on all of them, at 64^3; and the cost of wb.profile's counting (profile mode) against a
+normal launch at 128^3, both on one worker (target: at most 5x).
 The simulator runs in a subprocess because NUMBA_ENABLE_CUDASIM must be set before numba is imported.
-Usage: python benchmarks/engine_speed.py [--repeat 3] [--skip-numba]
+Usage: python benchmarks/engine_speed.py [--repeat 3] [--skip-numba] [--profile-only]
 """
 
 from __future__ import annotations
@@ -95,13 +96,59 @@ def numba_sim_time(n: int, repeat: int) -> tuple[float, float]:
     return r["best"], r["err"]
 
 
+def profile_cost(n: int = 128, repeat: int = 7) -> tuple[float, float]:
+    """Return (best seconds of a normal launch, of a profiled one) of the tiled SGEMM at n^3, on one worker.
+
+    The two are measured in alternation (best of ``repeat`` each), so a busy machine slows both alike;
+    ``wb.profile`` builds the profile module once before timing.
+    """
+    os.environ["WORKBENCH_CPU_THREADS"] = "1"
+    import workbench as wb
+    from workbench import cuda
+
+    k = cuda.RawKernel(SGEMM, "sgemm_tiled").compile()
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((n, n)).astype(np.float32)
+    B = rng.standard_normal((n, n)).astype(np.float32)
+    C = np.zeros((n, n), np.float32)
+    args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
+    grid = ((n + 15) // 16, (n + 15) // 16)
+
+    def run() -> None:
+        k(grid, (16, 16), args)
+
+    run()
+    prof = wb.profile(run)  # compiles the profile build
+    assert prof["shared bank conflicts"] == 0 and prof["sectors per load request"] == 4, prof.report()
+    normal = profiled = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        run()
+        normal = min(normal, time.perf_counter() - t)
+        t = time.perf_counter()
+        wb.profile(run)
+        profiled = min(profiled, time.perf_counter() - t)
+    return normal, profiled
+
+
+def print_profile_cost(repeat: int) -> None:
+    """Print the cost of profile mode at 128^3 (the issue's budget: at most 5x a normal launch)."""
+    normal, profiled = profile_cost(128, max(repeat, 7))
+    print(f"profile mode (wb.profile), 128^3, 1 worker: profiled {profiled * 1e3:8.2f} ms | normal "
+          f"{normal * 1e3:6.2f} ms ({profiled / normal:4.1f}x; target <= 5x)")
+
+
 def main() -> None:
     """Run the comparison and print both figures."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-numba", action="store_true", help="leave out the (slow) Numba simulator run")
+    ap.add_argument("--profile-only", action="store_true", help="only measure the cost of profile mode")
     args = ap.parse_args()
     os.environ.setdefault("WORKBENCH_MODE", "cpu")
+    if args.profile_only:
+        print_profile_cost(args.repeat)
+        return
     from workbench.cuda import _cpu
 
     nthr = _cpu.n_threads()
@@ -114,6 +161,7 @@ def main() -> None:
     e256, err_256 = engine_time(256, args.repeat)
     print(f"tiled SGEMM 16x16, 256^3: engine {e256 * 1e3:8.2f} ms   (target < 3000 ms; max err {err_256:.1e})")
     sanitizer_cost(args.repeat, e64, nthr)
+    print_profile_cost(args.repeat)
 
 
 def sanitizer_cost(repeat: int, e64: float, nthr: int) -> None:

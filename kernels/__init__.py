@@ -6,4 +6,17 @@ registered, the first time :func:`workbench.variants` is asked for that op.
 
 import workbench  # noqa: F401  (decides cpu/gpu mode before any numba/triton import)
 
-from . import attention, attention_bwd, gemm, gemm_fp8, moe, moe_align, moe_fp8, moe_topk, rmsnorm, softmax, vecadd  # noqa: F401,E402,E501
+from . import (  # noqa: F401,E402,E501
+    attention,
+    attention_bwd,
+    gemm,
+    gemm_fp8,
+    moe,
+    moe_align,
+    moe_fp8,
+    moe_topk,
+    rmsnorm,
+    softmax,
+    transpose,
+    vecadd,
+)

@@ -60,11 +60,15 @@ def starter_runs():
 def test_untouched_starter_fails_helpfully(ex_id, starter_runs):
     rep, out = starter_runs[ex_id]
     assert not rep
-    assert out.startswith(("Not yet", "Almost")), out
-    # it says what is wrong: the diagnosis, or that nothing was written
     d = rep.diagnosis
     assert d is not None
-    assert d in out or "wrote none" in out, out
+    if d == "over_budget":  # a speed exercise's starter is correct but slow: it is told which budget it misses
+        assert rep.correct and out.startswith("Correct, but "), out
+        assert rep.budgets.missed[0].message in out and "wb.profile(" in out
+    else:
+        assert out.startswith(("Not yet", "Almost")), out
+        # it says what is wrong: the diagnosis, or that nothing was written
+        assert d in out or "wrote none" in out, out
     assert "ex.hint()" in out
 
 
@@ -270,6 +274,36 @@ MISTAKES = [
     ("attention-bwd-dkdv", "dK without the softmax scale",
      [('dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee") * scale',
        'dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee")')], "scale"),
+    ("gemm-register-blocking", "the 2x2 block computed element by element: a and b loaded once per multiply-add",
+     [("""    for kk in range(k):
+        for i in range(T):
+            ra[i] = float32(a[row0 + i, kk]) if row0 + i < m else float32(0.0)
+        for j in range(T):
+            rb[j] = float32(b[kk, col0 + j]) if col0 + j < n else float32(0.0)
+        for i in range(T):
+            for j in range(T):
+                acc[i, j] += ra[i] * rb[j]
+""", """    for i in range(T):
+        for j in range(T):
+            for kk in range(k):
+                ra[0] = float32(a[row0 + i, kk]) if row0 + i < m else float32(0.0)
+                rb[0] = float32(b[kk, col0 + j]) if col0 + j < n else float32(0.0)
+                acc[i, j] += ra[0] * rb[0]
+""")], "over_budget"),
+    ("softmax-warp-shuffle", "the warp max through shared memory and __syncthreads() instead of shuffles",
+     [("""    for (int off = 16; off > 0; off >>= 1)  // butterfly: 16, 8, 4, 2, 1 lanes apart
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;""", """    __shared__ float part[32];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int i = 0; i < 32; ++i) v = fmaxf(v, part[i]);
+    __syncthreads();
+    return v;""")], "over_budget"),
+    ("transpose-coalesce", "no __syncthreads() between loading the tile and reading it",
+     [("    __syncthreads();  // every element of the tile is loaded before any thread reads one another thread "
+       "loaded\n", "")], "race"),
+    ("transpose-bank-conflicts", "the padding on the wrong dimension: a column of tile[33][32] is still one bank",
+     [("tile[TILE][TILE + 1];", "tile[TILE + 1][TILE];")], "over_budget"),
     ("moe-fp8-requant", "one scale of 1 for every row instead of amax / 448 per row and group",
      [("scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(h), axis=1), 1e-12), 448.0)",
        "scale = tl.full((BLOCK_M,), 1.0, tl.float32)")], "precision"),
@@ -298,8 +332,11 @@ def test_classic_mistake_is_rejected_with_its_diagnosis(ex_id, mistake, edits, d
         rep = ex.check(_mistaken(ex, edits, tmp_path))
     out = capsys.readouterr().out
     assert not rep.ok and rep.diagnosis == diagnosis, rep.summary()
-    assert out.startswith(("Not yet", "Almost")) and f"What is wrong: {diagnosis}" in out, out
-    assert "Runs by shape:" in out and "Stuck? ex.hint()" in out
+    if diagnosis == "over_budget":  # correct, but slow: the budget it misses, with what is possible
+        assert out.startswith("Correct, but ") and " possible: " in out and "Stuck? ex.hint()" in out, out
+    else:
+        assert out.startswith(("Not yet", "Almost")) and f"What is wrong: {diagnosis}" in out, out
+        assert "Runs by shape:" in out and "Stuck? ex.hint()" in out
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
 
 
@@ -323,3 +360,46 @@ def test_feedback_shows_the_run_that_raised_and_names_the_wrong_outputs(tmp_path
 def test_feedback_lists_passing_and_failing_shapes(starter_runs):
     rep, out = starter_runs["vecadd-numba-grid"]  # the starter launches n // 256 blocks: small sizes pass
     assert "pass  N=1: " in out and "FAIL  N=1025: " in out
+
+
+# ------------------------------------------------------------------------------------------ speed: budgets
+def test_transpose_starters_are_correct_but_told_what_is_slow(starter_runs):
+    rep, out = starter_runs["transpose-coalesce"]
+    assert rep.correct and rep.diagnosis == "over_budget"
+    assert out.startswith("Correct, but 32 sectors per store request where 4 are possible: a warp store that walks "
+                          "down a column of out"), out
+    assert [r.value for r in rep.budgets.results] == [4, 32]  # loads coalesced, stores 32 sectors per request
+    rep, out = starter_runs["transpose-bank-conflicts"]
+    assert rep.correct and rep.diagnosis == "over_budget"
+    assert out.startswith("Correct, but 32 wavefronts per shared load request where 1 is possible: "), out
+    assert "\n  Also: 3,968 shared bank conflicts where 0 are possible: " in out  # 128 warp reads x 31 extra passes
+
+
+def test_a_swizzled_tile_meets_the_bank_conflict_budget_too(tmp_path, capsys):
+    ex = wb.exercise("transpose-bank-conflicts")
+    swizzled = [("tile[TILE][TILE + 1];", "tile[TILE][TILE];"),  # no padding: element (r, c) at column c ^ r
+                ("tile[ty + k][tx] = x", "tile[ty + k][tx ^ (ty + k)] = x"),
+                ("= tile[tx][ty + k];", "= tile[tx][(ty + k) ^ tx];")]
+    rep = ex.check(_mistaken(ex, swizzled, tmp_path))
+    assert rep.ok, rep.summary()
+    assert capsys.readouterr().out.startswith("Correct: ")
+
+
+def test_causal_skip_budget_counts_the_tiles_visited(tmp_path, capsys):
+    # the diagonal masked (so every value is right) but every key tile still visited: 4 x 4 tile pairs, not 10
+    ex = wb.exercise("attention-causal-skip")
+    rep = ex.check(_mistaken(ex, [("hi = tl.minimum((pid_m + 1) * BLOCK_M, Sk) if CAUSAL else Sk", "hi = Sk")],
+                             tmp_path))
+    (miss,) = rep.budgets.missed
+    assert rep.correct and miss.value == 32
+    assert capsys.readouterr().out.startswith("Correct, but 32 tl.dot calls where 20 are possible: at S = 64")
+
+
+def test_an_untiled_gemm_is_correct_but_over_the_tiling_budget(capsys):
+    # the rung before the exercise: coalesced, but every output reads its row of a and column of b from global memory
+    ex = wb.exercise("gemm-smem-tiling")
+    rep = ex.check(wb.variant("gemm", "numba_coalesced"))
+    (miss,) = rep.budgets.missed
+    assert rep.correct and rep.diagnosis == "over_budget" and miss.value == 2 * 32**3 * 4
+    assert capsys.readouterr().out.startswith("Correct, but 262,144 global load bytes requested where 16,384 are "
+                                              "possible: at M = N = K = 32 each thread loads"), miss.message

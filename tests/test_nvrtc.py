@@ -69,7 +69,12 @@ def _softmax_and_small() -> list[Build]:
            Build("starter:kernels/softmax/ex_warp_solution.py:SOURCE", (), ("softmax_warp",)),
            # known-wrong kernels: their bug must be the one they teach, not a compile error on the GPU
            Build("kernels/vecadd/wrong_vecadd.cu", (), ("vecadd_unguarded_f32",)),
-           Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",))]
+           Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",)),
+           Build("kernels/transpose/transpose.cu", (),
+                 ("transpose_naive_f32", "transpose_smem_f32", "transpose_padded_f32"))]
+    for ex in ("coalesce", "conflicts"):  # the transpose exercises' starters and solutions
+        out.append(Build(f"kernels.transpose.ex_{ex}_solution:SOURCE", (), ("transpose_tile",)))
+        out.append(Build(f"starter:kernels/transpose/ex_{ex}_solution.py:SOURCE", (), ("transpose_tile",)))
     for stem in ("naive", "online", "warp", "block", "vec", "rows"):
         base = f"softmax_{stem}"
         out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in SFX)))

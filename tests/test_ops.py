@@ -19,8 +19,12 @@ from workbench.checker import DIAGNOSES, RUN_DIAGNOSES
 KNOWN_WRONG = [(op, v.name) for op in wb.ops() for v in wb.known_wrong(op)]
 
 
+# Ops that have no known-wrong kernel yet (transpose's lessons are about speed: its exercises have budgets).
+WITHOUT_KNOWN_WRONG = {"transpose"}
+
+
 def test_every_op_has_known_wrong_kernels_with_a_known_diagnosis():
-    assert {op for op, _ in KNOWN_WRONG} == set(wb.ops())
+    assert {op for op, _ in KNOWN_WRONG} == set(wb.ops()) - WITHOUT_KNOWN_WRONG
     for op, name in KNOWN_WRONG:
         v = wb.variant(op, name)
         assert v.known_wrong and v.expected_diagnosis in DIAGNOSES, f"{op}/{name}: {v.expected_diagnosis!r}"

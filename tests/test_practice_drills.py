@@ -265,15 +265,50 @@ def test_implement_takes_source_text():
     assert d.submit(src).passed
 
 
-def test_implement_budgets_are_refused_until_the_checker_has_counters(tmp_path):
+@pytest.mark.parametrize("budgets, match", [
+    ('budgets = { dram_bytes = "<= 1e6" }', "no profile metric named 'dram_bytes'"),
+    ('budgets = { "global load efficiency" = 0.9 }', "must be a string such as"),
+    ('budget_shape = { N = 64 }', "'budget_shape' says where budgets are measured, but the drill has no 'budgets'"),
+])
+def test_implement_budgets_are_checked_when_loaded(tmp_path, budgets, match):
     from workbench.practice.base import DrillDataError
     from workbench.practice.loading import load_file
 
     p = tmp_path / "drills.toml"
-    p.write_text(Path(DRILLS["vecadd-implement-cuda"].source).read_text().replace(
-        'model = "cuda_grid"', 'model = "cuda_grid"\nbudgets = { dram_bytes = 1e6 }', 1))
-    with pytest.raises(DrillDataError, match="budgets"):
+    src = Path(DRILLS["vecadd-implement-cuda"].source).read_text()
+    src = "\n".join(ln for ln in src.splitlines() if not ln.startswith(("budgets = ", "budget_shape = ")))
+    p.write_text(src.replace('model = "cuda_grid"', f'model = "cuda_grid"\n{budgets}', 1))
+    with pytest.raises(DrillDataError, match=match):
         load_file(p)
+
+
+def test_drills_about_speed_carry_budgets_their_models_meet():
+    speed = {d.id for d in IMPLEMENT if d.budgets}
+    assert {"vecadd-implement-cuda", "gemm-implement-cuda-smem", "gemm-implement-triton",
+            "softmax-implement-online-cuda", "attention-implement-triton-flash"} <= speed
+    assert "budgets, counted by `wb.profile` at N=4096" in wb.drill("vecadd-implement-cuda").statement()
+    # (every model meeting its budgets: test_implement_model_solution_passes_and_blank_page_fails)
+
+
+def test_a_correct_but_uncoalesced_answer_is_told_its_efficiency():
+    from tests.test_budgets import vecadd_chunked
+
+    res = _tiny(wb.drill("vecadd-implement-cuda")).submit(vecadd_chunked)
+    assert not res.passed, res.feedback
+    assert res.feedback.startswith("Correct, but a global load efficiency of 12.5% where 90% is possible: neighbouring "
+                                   "threads should add neighbouring elements"), res.feedback
+
+
+def test_one_thread_per_row_softmax_is_correct_but_not_the_block_per_row_drill():
+    naive = wb.variant("softmax", "cuda_naive")  # the rung before: a thread walks its row alone
+
+    def softmax(x):
+        return naive(x)
+
+    res = _tiny(wb.drill("softmax-implement-cuda-row")).submit(softmax)
+    assert not res.passed
+    assert res.feedback.startswith("Correct, but a global load efficiency of 12.5% where 90% is possible: the block's "
+                                   "threads stride over the row"), res.feedback
 
 
 # ------------------------------------------------------------------------------------------------ the new wrong kernels
@@ -291,3 +326,4 @@ def test_new_known_wrong_kernels_get_their_diagnosis(op, name, shape):
     v = wb.variant(op, name)
     rep = wb.check(v, shapes=[shape], dtypes=v.dtypes[:1], quick=True)
     assert not rep.ok and rep.diagnosis == v.expected_diagnosis, rep.summary()
+

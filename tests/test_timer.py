@@ -198,3 +198,16 @@ def test_time_cpu_calls_warmup_then_reps():
     times = timer.time_cpu(lambda i: calls.append(i), n_sets=2, reps=4)
     assert len(times) == 4 and all(t >= 0 for t in times)
     assert calls == [0, 0, 1, 0, 1]
+
+
+def test_percent_of_peak_of_an_op_without_flops_is_its_bandwidth_share(monkeypatch):
+    # a transpose does 0 FLOPs: its roofline bound is the bandwidth, not min(peak, bw x 0) = 0 (a division by zero)
+    import torch
+
+    from workbench import hardware
+
+    monkeypatch.setattr(hardware, "current_device", lambda index=0: object())  # a GPU with the peaks below
+    monkeypatch.setattr(hardware, "peak_tflops", lambda dev, dt, **k: 60.0)
+    monkeypatch.setattr(hardware, "peak_bandwidth", lambda dev, measured=False: 4800.0)
+    got = timer._peak_fraction({"tflops": 0.0, "gbps": 2400.0}, torch.float32, 0.0, 2 * 4096 * 4096 * 4)
+    assert got == {"bound": "memory", "pct_peak": 50.0}

@@ -53,6 +53,7 @@ _LAZY = {
     "CheckReport": ("workbench.checker", "CheckReport"),
     "bench": ("workbench.timer", "bench"),
     "peak_memory": ("workbench.timer", "peak_memory"),
+    "profile": ("workbench.profile", None),  # callable module: wb.profile(fn, *inputs) -> Profile
     "exercise": ("workbench.practice.exercises", "exercise"),
     "exercises": ("workbench.practice.exercises", "exercises"),
     "glossary": ("workbench.terms", "glossary"),

@@ -29,6 +29,12 @@ carries ``records`` (dicts shaped like the CPU engine's: ``tool``, ``kernel``, `
 ``block``, ``thread``, ``file``, ``line``; races ``hazard``, ``scope`` and the ``first`` and ``second`` access),
 ``total`` and ``reports`` (``{tool: (records, total)}`` for all three tools).
 
+Inside :func:`workbench.profile` a launch is counted instead (:class:`_ProfileSession`): the same per-thread logs
+are grouped, at each barrier, into warp-level requests (the lanes of a warp by access site and its n-th execution),
+and counted as the CUDA C engine counts them: global requests and 32-byte sectors (from each array's allocation
+start), shared-memory wavefronts and bank conflicts (32 banks of 4 bytes; 8-byte accesses per half-warp, 16-byte
+per quarter-warp), atomics and barriers. Out-of-bounds accesses still raise MemcheckError there.
+
 Cost: every shared/global element access appends to its thread's log (no lock); the logs are analysed when the
 block passes each barrier. A checked launch takes about 2x an unchecked one (the shared-memory SGEMM at 64^3 or an
 access-bound loop; measured on 2 busy cores), and nothing is logged outside ``sanitizing()``.
@@ -303,11 +309,13 @@ def _patch_launch(kmod: Any) -> None:
 
     def __call__(self: Any, *args: Any) -> Any:  # noqa: N807
         global _SESSION
+        from workbench import profile
         from workbench._sanitize import active
 
-        if self._device or kmod._get_kernel_context() is not None or not active():
+        counting = profile.active()  # wb.profile: count the launch (its memcheck stays on)
+        if self._device or kmod._get_kernel_context() is not None or not (active() or counting):
             return call(self, *args)
-        session = _Session(self)
+        session = _ProfileSession(self) if counting else _Session(self)
         _SESSION = session
         gc_was_on = gc.isenabled()
         gc.disable()  # the access logs are millions of small tuples: collections while they grow cost 2x
@@ -344,6 +352,8 @@ def _patch_launch(kmod: Any) -> None:
         session = _SESSION
         if session is not None:
             session.barrier(self._wb_epoch - 1)
+            if session.counts is not None:
+                session.count_barrier(self.thread_id // 32, self._wb_epoch - 1)
 
     kmod.FakeCUDAKernel.__call__ = __call__
     kmod.BlockManager.run = block_run
@@ -387,11 +397,12 @@ class _Abort(Exception):
 class _Meta:
     """What a checked array is: its space ('shared', 'local', 'global'), name and the session that checks it."""
 
-    __slots__ = ("space", "name", "session", "shadow", "local")
+    __slots__ = ("space", "name", "session", "shadow", "local", "itemsize", "origin")
 
-    def __init__(self, space: str, name: str, session: _Session) -> None:
+    def __init__(self, space: str, name: str, session: _Session, itemsize: int = 0, origin: int = 0) -> None:
         self.space, self.name, self.session, self.local = space, name, session, session.local
         self.shadow = space != "local"  # local arrays are private to a thread: bounds checks only
+        self.itemsize, self.origin = itemsize, origin  # element bytes; allocation start (profile: sectors)
 
 
 class _Tracked:
@@ -628,6 +639,7 @@ class _Session:
         self.metas: dict[Any, _Meta] = {}
         self.args: list[Any] | None = None
         self.oob, self.races, self.uninit = _Collector(), _Collector(), _Collector()
+        self.counts: dict[str, int] | None = None  # profile sessions: the launch's counters
 
     # -- wiring
     def wrap_args(self, args: Sequence[Any]) -> list[Any]:
@@ -642,12 +654,18 @@ class _Session:
         if not isinstance(arr, np.ndarray) or arr.ndim == 0 or arr.dtype.names is not None:
             return a  # scalars and record arrays run unchecked
         name = self.params[i] if i < len(self.params) else f"arg{i}"
-        return _Tracked(arr, _Meta("global", name, self))
+        from workbench.profile import allocation_start
+
+        return _Tracked(arr, _Meta("global", name, self, arr.itemsize, allocation_start(arr) or self._data(arr)))
+
+    @staticmethod
+    def _data(arr: np.ndarray) -> int:
+        return int(arr.__array_interface__["data"][0])
 
     def wrap_alloc(self, arr: np.ndarray, space: str, key: Any, frame: Any) -> _Tracked:
         meta = self.metas.get(key)
         if meta is None:
-            meta = self.metas[key] = _Meta(space, _array_name(frame, f"{space} array"), self)
+            meta = self.metas[key] = _Meta(space, _array_name(frame, f"{space} array"), self, arr.itemsize)
         return _Tracked(arr, meta)
 
     def begin_block(self, grid_point: Any, block_dim: Any) -> None:
@@ -870,6 +888,157 @@ class _Session:
         if others:
             lines.append("  also found: " + ", ".join(others))
         return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- profile counting
+_G_LD, _G_ST, _S_LD, _S_ST = (
+    ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+     "smsp__sass_data_bytes_mem_global_op_ld.sum", "smsp__sass_thread_inst_executed_op_global_ld_pred_on.sum",
+     "wb__global_ideal_sectors_op_ld.sum"),
+    ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+     "smsp__sass_data_bytes_mem_global_op_st.sum", "smsp__sass_thread_inst_executed_op_global_st_pred_on.sum",
+     "wb__global_ideal_sectors_op_st.sum"),
+    ("smsp__inst_executed_op_shared_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "smsp__sass_data_bytes_mem_shared_op_ld.sum",
+     "smsp__sass_thread_inst_executed_op_shared_ld_pred_on.sum"),
+    ("smsp__inst_executed_op_shared_st.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "smsp__sass_data_bytes_mem_shared_op_st.sum",
+     "smsp__sass_thread_inst_executed_op_shared_st_pred_on.sum"),
+)
+_ATOMIC_KEYS = {"global": ("wb__global_atomic_requests.sum", "wb__global_atomics.sum"),
+                "shared": ("smsp__inst_executed_op_shared_atom.sum", "wb__shared_atomics.sum")}
+
+
+def shared_wavefronts(accesses: Sequence[tuple[int, int, int]]) -> tuple[int, int]:
+    """Return (wavefronts, active phases) of one warp-level shared-memory request of (lane, address, bytes).
+
+    32 banks of 4 bytes; a wavefront serves one word per bank, to any number of lanes. Lanes go in phases: the whole
+    warp for accesses of up to 4 bytes, half-warps for 8-byte and quarter-warps for 16-byte ones. A phase needs as
+    many wavefronts as the most distinct words one bank holds.
+    """
+    width = max(n for _, _, n in accesses)
+    per_phase = 32 if width <= 4 else 16 if width <= 8 else 8
+    phases: dict[int, set[int]] = {}
+    for lane, addr, n in accesses:
+        words = phases.setdefault(lane // per_phase, set())
+        words.update(range(addr >> 2, ((addr + max(n, 1) - 1) >> 2) + 1))
+    wave = 0
+    for words in phases.values():
+        per_bank: dict[int, int] = {}
+        for w in words:
+            per_bank[w & 31] = per_bank.get(w & 31, 0) + 1
+        wave += max(per_bank.values())
+    return wave, len(phases)
+
+
+_STARTS: dict[Any, dict[int, int]] = {}
+
+
+def _instruction_start(code: Any, lasti: int) -> int:
+    """Return the offset of the instruction ``lasti`` belongs to: a specialised instruction (Python 3.11+) reports
+    an offset inside its inline cache once it has warmed up, so one access site shows two offsets."""
+    starts = _STARTS.get(code)
+    if starts is None:
+        import dis
+
+        starts, cur = {}, 0
+        for ins in dis.get_instructions(code, show_caches=True):
+            if ins.opname != "CACHE":
+                cur = ins.offset
+            starts[ins.offset] = cur
+        _STARTS[code] = starts
+    return starts.get(lasti, lasti)
+
+
+class _ProfileSession(_Session):
+    """A launch inside ``wb.profile``: the checked launch's logs, counted as warp-level requests, not race-checked."""
+
+    def __init__(self, kernel: Any) -> None:
+        super().__init__(kernel)
+        self.kernel = kernel
+        self.counts = {k: 0 for keys in (_G_LD, _G_ST, _S_LD, _S_ST) for k in keys}
+        for keys in _ATOMIC_KEYS.values():
+            self.counts.update(dict.fromkeys(keys, 0))
+        self.counts["wb__barriers.sum"] = 0
+        self.block_barriers: set[tuple[int, int]] = set()
+
+    def count_barrier(self, warp: int, ep: int) -> None:
+        with self.lock:
+            self.block_barriers.add((warp, ep))
+
+    def end_block(self) -> None:
+        super().end_block()
+        self.counts["wb__barriers.sum"] += len(self.block_barriers)  # one per warp per barrier it passed
+        self.block_barriers = set()
+
+    def _analyze(self, ep: int) -> None:
+        logs = self.pending.pop(ep, None)
+        if not logs:
+            return
+        warps: dict[int, list[tuple[int, list]]] = {}
+        for tid, log in logs:
+            warps.setdefault(tid // 32, []).append((tid % 32, log))
+        for lanes in warps.values():
+            requests: dict[tuple, list] = {}  # (code, offset, n-th execution by the lane) -> [(lane, access)]
+            for lane, log in lanes:
+                nth: dict[tuple, int] = {}
+                for e in log:
+                    site = (e[_CODE], _instruction_start(e[_CODE], e[_LASTI]))
+                    k = nth.get(site, 0)
+                    nth[site] = k + 1
+                    requests.setdefault((site, k), []).append((lane, e))
+            for members in requests.values():
+                self._count(members)
+
+    def _count(self, members: list[tuple[int, tuple]]) -> None:
+        by_space: dict[str, list[tuple[int, tuple]]] = {}
+        for lane, e in members:
+            by_space.setdefault(e[_META].space, []).append((lane, e))
+        c = self.counts
+        for space, acc in by_space.items():
+            kind = acc[0][1][_KIND]
+            if kind == ATOMIC:
+                req, lanes = _ATOMIC_KEYS[space]
+                c[req] += 1
+                c[lanes] += len(acc)
+            elif space == "global":
+                self._count_global(acc, _G_ST if kind == WRITE else _G_LD)
+            else:
+                wave, phases = shared_wavefronts([(lane, e[_ADDR], e[_META].itemsize) for lane, e in acc])
+                keys = _S_ST if kind == WRITE else _S_LD
+                c[keys[0]] += 1
+                c[keys[1]] += wave
+                c[keys[2]] += wave - phases
+                c[keys[3]] += sum(e[_META].itemsize for _, e in acc)
+                c[keys[4]] += len(acc)
+
+    def _count_global(self, acc: list[tuple[int, tuple]], keys: tuple[str, ...]) -> None:
+        sectors: set[int] = set()
+        nbytes = 0
+        for _, e in acc:
+            m = e[_META]
+            off = e[_ADDR] - m.origin
+            sectors.update(range(off >> 5, ((off + m.itemsize - 1) >> 5) + 1))
+            nbytes += m.itemsize
+        c = self.counts
+        c[keys[0]] += 1
+        c[keys[1]] += len(sectors)
+        c[keys[2]] += nbytes
+        c[keys[3]] += len(acc)
+        c[keys[4]] += min(len(sectors), -(-nbytes // 32))
+
+    def finish(self) -> None:
+        """Raise a memcheck error if an index went out of bounds; otherwise hand the counts to wb.profile."""
+        from workbench import profile
+
+        if self.oob.total:
+            raise self._error("memcheck")
+        c = dict(self.counts)
+        c["wb__global_load_bytes.sum"] = 32 * c["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+        c["wb__global_store_bytes.sum"] = 32 * c["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
+        grid, block = tuple(self.kernel.grid_dim or ()), tuple(self.kernel.block_dim or ())
+        c["wb__threads.sum"] = int(np.prod(grid or (1,))) * int(np.prod(block or (1,)))
+        profile.record_launch(self.fn.__name__, "numba", grid=grid, block=block, metrics=c)
 
 
 def _as_tuple(idx: Any) -> tuple[int, ...]:

@@ -1,12 +1,18 @@
 """Fix and guard the Triton interpreter (cpu mode): patch-scope leaks, silent bfloat16 garbage, unchecked pointers.
 
-Three things, all installed once by :func:`install` (``import workbench`` in cpu mode):
+Fixes and guards, all installed once by :func:`install` (``import workbench`` in cpu mode):
 
 - **Patch scopes.** Triton 3.7's interpreter swaps ``triton.language``'s builtins for interpreter versions while a
   kernel runs and restores them afterwards, but a call of a ``@triton.jit`` *helper* (``tl.max``, ``tl.sum``,
   ``tl.cdiv``: device functions) patches them again and never restores them. The leaked patches break
   ``workbench.inspect``, which compiles Triton kernels for real in the same process. Restoring the helper call's
   own patch scope when it returns keeps nesting right.
+- **Module names leaked into the kernel's globals.** To run a kernel whose source it rewrote, the interpreter
+  copies every name of its own module that the kernel's globals lack into them (``FunctionRewriter``). For a kernel
+  defined in a notebook those globals are ``__main__``'s, and ``__file__`` is among the names: ``__main__`` then
+  claims to be ``triton/runtime/interpreter.py``, and every process started with ``spawn`` afterwards (the
+  expert-parallel check's ranks) runs that file as its main module and dies of "attempted relative import with no
+  known parent package". The double-underscore names it adds are removed again after each rewrite.
 - **bfloat16.** numpy has no bfloat16, so the interpreter keeps bf16 values as raw ``uint16`` bit patterns and its
   arithmetic, comparisons, reductions and ``tl.dot`` on them return garbage silently (a bf16 ``tl.dot`` is off by
   ~1e10). Loads, stores, ``tl.where`` and casts move the bits unchanged and are right. Every operation that would
@@ -22,12 +28,20 @@ Three things, all installed once by :func:`install` (``import workbench`` in cpu
   raises :class:`workbench.cuda.errors.RaceError`. Programs of one launch run in any order on a GPU (the
   interpreter runs them one after another, which hides the race): sharing an element across programs needs
   atomics. Within one program Triton orders accesses itself, so those never count.
+- **counters.** Inside :func:`counting` every launch is counted into a :class:`TritonCounts`: the programs of its
+  grid; the elements and bytes ``tl.load``/``tl.store``/atomics request (masked-off lanes excluded; a lane counts
+  once per access, so a value loaded twice is counted twice), by tensor argument; ``tl.dot`` calls and their FLOPs
+  (2*M*N*K each, the whole tile: padding lanes a mask zeroed are multiplied too, as on a GPU). Triton decides the
+  per-thread layout and vector width itself, so these are the bytes a kernel asks for: they show its tiling and
+  its reuse, not how its accesses coalesce into sectors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,12 +63,46 @@ class _Buffer:
 
 
 @dataclass
+class TritonCounts:
+    """What one Triton launch asked of memory and of ``tl.dot`` under the interpreter (see :func:`counting`).
+
+    Loads, stores and atomics count the lanes whose mask is on (``*_elements``) and their bytes; ``*_calls`` count
+    the ``tl.load``/``tl.store``/atomic operations the programs executed (one per program per call, whatever the
+    tile's size). ``by_arg`` splits the bytes by the tensor argument they address: {arg: {"load": bytes, "store":
+    bytes, "atomic": bytes}}. Triton picks the vector width and thread layout of each access itself, so there are
+    no requests or sectors here: only what the kernel requested.
+    """
+
+    kernel: str
+    grid: tuple[int, int, int] = (0, 0, 0)
+    load_calls: int = 0
+    load_elements: int = 0
+    load_bytes: int = 0
+    store_calls: int = 0
+    store_elements: int = 0
+    store_bytes: int = 0
+    atomic_calls: int = 0
+    atomic_elements: int = 0
+    atomic_bytes: int = 0
+    dot_calls: int = 0
+    dot_flops: int = 0
+    by_arg: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def programs(self) -> int:
+        """Return the number of programs the launch ran (the product of its grid)."""
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+@dataclass
 class _Launch:
-    """The launch the interpreter is running: the kernel, and (when sanitizing) its buffers."""
+    """The launch the interpreter is running: the kernel, and (when sanitizing or counting) its buffers."""
 
     kernel: str
     filename: str
     buffers: list[_Buffer] | None = None
+    counts: TritonCounts | None = None
+    checked: bool = False  # sanitizing: memcheck and racecheck every access
     lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     # racecheck: address -> [last writer program, written atomically, reader program (_MANY: several), line]
@@ -65,6 +113,26 @@ _MANY = (-1, -1, -1)  # "read by more than one program"
 
 
 _LAUNCH: contextvars.ContextVar[_Launch | None] = contextvars.ContextVar("wb_triton_launch", default=None)
+_COUNTING: contextvars.ContextVar[list[TritonCounts] | None] = contextvars.ContextVar("wb_triton_counting",
+                                                                                      default=None)
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[list[TritonCounts]]:
+    """Count every Triton launch the interpreter runs inside the block; yields the list their records go to.
+
+    A launch's record is appended when the launch finishes (a launch that raises leaves none). Blocks nest: an
+    inner block's launches are also appended to the outer block's list.
+    """
+    records: list[TritonCounts] = []
+    outer = _COUNTING.get()
+    token = _COUNTING.set(records)
+    try:
+        yield records
+    finally:
+        _COUNTING.reset(token)
+        if outer is not None:
+            outer.extend(records)
 
 
 def install() -> None:
@@ -78,10 +146,12 @@ def install() -> None:
     except ImportError:  # no triton: nothing to fix
         return
     _install_scope_fix(ti)
+    _install_globals_fix(ti)
     if hasattr(ti, "GridExecutor") and hasattr(ti, "InterpreterBuilder"):
         _install_launch_context(ti)
         _install_bf16_guard(ti)
         _install_memcheck(ti)
+        _install_counters(ti)
 
 
 # ---------------------------------------------------------------------------------------------------- patch scopes
@@ -105,6 +175,25 @@ def _install_scope_fix(ti: Any) -> None:
 
     __call__.__doc__ = "Call the device function under the interpreter, restoring triton.language afterwards."
     ti.InterpretedFunction.__call__ = __call__
+
+
+def _install_globals_fix(ti: Any) -> None:
+    rewriter = getattr(ti, "FunctionRewriter", None)
+    original = getattr(rewriter, "_compile_and_exec", None)
+    if original is None:
+        return  # another Triton version: leave it alone
+
+    def _compile_and_exec(self: Any, transformed_ast: Any) -> Any:
+        fn_globals = self.fn.__globals__
+        before = {k for k in fn_globals if k.startswith("__")}
+        try:
+            return original(self, transformed_ast)
+        finally:
+            for k in [k for k in fn_globals if k.startswith("__") and k not in before]:
+                del fn_globals[k]
+
+    _compile_and_exec.__doc__ = "Run the rewritten kernel, then drop the dunder names the interpreter added."
+    rewriter._compile_and_exec = _compile_and_exec
 
 
 # -------------------------------------------------------------------------------------------------- launch context
@@ -132,9 +221,17 @@ def _install_launch_context(ti: Any) -> None:
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
         code = getattr(self.fn, "__code__", None)
         launch = _Launch(kernel=getattr(self.fn, "__name__", "kernel"), filename=code.co_filename if code else "")
+        records, profiling = _COUNTING.get(), _profiling()
+        if records is not None or profiling:
+            launch.counts = TritonCounts(kernel=launch.kernel)
         token = _LAUNCH.set(launch)
         try:
-            return call(self, *args, **kwargs)
+            out = call(self, *args, **kwargs)
+            if records is not None:
+                records.append(launch.counts)
+            if profiling:
+                _record(launch.counts)
+            return out
         except ti.InterpreterError as e:
             inner = _ours(e)
             if inner is None:
@@ -149,7 +246,8 @@ def _install_launch_context(ti: Any) -> None:
         if launch is not None:
             from workbench import _sanitize
 
-            if _sanitize.active():
+            launch.checked = _sanitize.active()
+            if launch.checked or launch.counts is not None:
                 named = list(zip(self.arg_names, args_hst, strict=False)) + list(kwargs_hst.items())
                 _set_buffers(launch, named)
         return args_hst, kwargs_hst
@@ -278,7 +376,7 @@ def _kernel_line(launch: _Launch | None) -> str:
 def _check_access(kind: str, ptrs: Any, mask: Any) -> None:
     """Raise MemcheckError when a live lane of ``ptrs`` addresses memory outside every buffer of the launch."""
     launch = _LAUNCH.get()
-    if launch is None or launch.buffers is None:
+    if launch is None or not launch.checked or launch.buffers is None:
         return
     p = np.asarray(ptrs.data, dtype=np.uint64)
     if mask is not None:
@@ -400,19 +498,155 @@ def _install_memcheck(ti: Any) -> None:
 
     def create_masked_load(self: Any, ptrs: Any, mask: Any, *args: Any) -> Any:
         _check_access("load", ptrs, mask)
+        _count_access("load", ptrs, mask)
         return load(self, ptrs, mask, *args)
 
     def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any) -> Any:
         _check_access("store", ptrs, mask)
+        _count_access("store", ptrs, mask)
         return store(self, ptrs, value, mask, *args)
 
     def create_atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any) -> Any:
         _check_access("atomic", ptr, mask)
+        _count_access("atomic", ptr, mask)
         return rmw(self, op, ptr, val, mask, *args)
 
     def create_atomic_cas(self: Any, ptr: Any, *args: Any) -> Any:
         _check_access("atomic", ptr, None)
+        _count_access("atomic", ptr, None)
         return cas(self, ptr, *args)
 
     builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
     builder.create_atomic_rmw, builder.create_atomic_cas = create_atomic_rmw, create_atomic_cas
+
+
+# ------------------------------------------------------------------------------------------------------- counters
+
+
+def _live(ptrs: Any, mask: Any) -> np.ndarray:
+    """Return the addresses of the lanes of ``ptrs`` whose mask is on (all of them without a mask), flattened."""
+    p = np.asarray(ptrs.data, dtype=np.uint64)
+    if mask is None:
+        return p.reshape(-1)
+    return p[np.broadcast_to(np.asarray(mask.data, dtype=bool), p.shape)]
+
+
+def _count_access(kind: str, ptrs: Any, mask: Any) -> None:
+    """Add one load/store/atomic of the running launch to its counts (when counting): live lanes, bytes, by argument."""
+    launch = _LAUNCH.get()
+    if launch is None or launch.counts is None:
+        return
+    live = _live(ptrs, mask)
+    size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+    c = launch.counts
+    setattr(c, f"{kind}_calls", getattr(c, f"{kind}_calls") + 1)
+    if live.size == 0:
+        return
+    setattr(c, f"{kind}_elements", getattr(c, f"{kind}_elements") + int(live.size))
+    setattr(c, f"{kind}_bytes", getattr(c, f"{kind}_bytes") + int(live.size) * size)
+    for name, n in _by_buffer(launch, live).items():
+        per = c.by_arg.setdefault(name, {"load": 0, "store": 0, "atomic": 0})
+        per[kind] += n * size
+
+
+def _by_buffer(launch: _Launch, live: np.ndarray) -> dict[str, int]:
+    """Return how many of the addresses ``live`` fall in each tensor argument of the launch ('(other)': in none)."""
+    bufs = launch.buffers or []
+    if not bufs:
+        return {"(other)": int(live.size)}
+    order = np.argsort(launch.lo, kind="stable")
+    lo, hi = launch.lo[order], launch.hi[order]
+    idx = np.searchsorted(lo, live, side="right").astype(np.int64) - 1  # the buffer starting last at or below
+    inside = idx >= 0
+    inside[inside] &= live[inside] < hi[idx[inside]]
+    out: dict[str, int] = {}
+    counts = np.bincount(idx[inside], minlength=len(bufs))
+    for k in np.nonzero(counts)[0]:
+        name = bufs[int(order[k])].name
+        out[name] = out.get(name, 0) + int(counts[k])
+    outside = int(live.size - inside.sum())
+    if outside:
+        out["(other)"] = outside
+    return out
+
+
+def _install_counters(ti: Any) -> None:
+    """Count the grid of each launch and the calls and FLOPs of ``tl.dot`` (loads and stores: see memcheck's hooks)."""
+    builder = ti.InterpreterBuilder
+    set_grid_dim, dot = builder.set_grid_dim, builder.create_dot
+
+    def counted_set_grid_dim(self: Any, nx: int, ny: int, nz: int) -> Any:
+        launch = _LAUNCH.get()
+        if launch is not None and launch.counts is not None:
+            launch.counts.grid = (int(nx), int(ny), int(nz))
+        return set_grid_dim(self, nx, ny, nz)
+
+    def counted_dot(self: Any, a: Any, b: Any, d: Any, *args: Any) -> Any:
+        launch = _LAUNCH.get()
+        if launch is not None and launch.counts is not None:
+            sa, sb = np.shape(a.data), np.shape(b.data)
+            launch.counts.dot_calls += 1
+            launch.counts.dot_flops += 2 * int(np.prod(sa[:-1], dtype=np.int64)) * int(sa[-1]) * int(sb[-1])
+        return dot(self, a, b, d, *args)
+
+    builder.set_grid_dim, builder.create_dot = counted_set_grid_dim, counted_dot
+
+
+def _profiling() -> bool:
+    """Return whether a ``wb.profile`` call is counting launches now."""
+    from workbench import profile as _profile
+
+    return _profile.active()
+
+
+TRITON_METRICS = {  # TritonCounts field -> profile metric key
+    "programs": "triton__programs.sum",
+    "load_calls": "triton__load_calls.sum",
+    "load_elements": "triton__load_elements.sum",
+    "load_bytes": "wb__global_load_bytes.sum",
+    "store_calls": "triton__store_calls.sum",
+    "store_elements": "triton__store_elements.sum",
+    "store_bytes": "wb__global_store_bytes.sum",
+    "atomic_elements": "wb__global_atomics.sum",
+    "dot_calls": "triton__dot_calls.sum",
+    "dot_flops": "triton__dot_flops.sum",
+}
+_NOT_SECTORS = ("Triton picks each access's vector width and thread layout itself, so these are bytes requested, "
+                "not sectors: they show tiling and reuse, not coalescing")
+
+
+def register_metrics() -> None:
+    """Declare the Triton interpreter's counters in wb.profile's catalogue (once per import of workbench.profile)."""
+    from workbench import profile as _profile
+
+    R = _profile.register_metric
+    R("triton__programs.sum", "Triton programs", "programs launched (the product of each launch's grid): a GPU runs "
+      "one per thread block", "enough to fill the GPU (a few per SM), each with a tile worth its launch",
+      group="triton", aliases=("programs", "programs launched"))
+    for kind, word in (("load", "tl.load"), ("store", "tl.store")):
+        R(f"triton__{kind}_calls.sum", f"{word} calls", f"{word} operations executed, one per program per call "
+          "whatever the tile's size", "", group="triton")
+        R(f"triton__{kind}_elements.sum", f"{word} elements", f"elements {word} asked for: lanes whose mask is on "
+          f"(masked-off lanes move nothing). {_NOT_SECTORS}", "close to the elements the op must move",
+          better="lower", group="triton")
+    R("triton__dot_calls.sum", "tl.dot calls", "tl.dot operations executed (one per program per call)", "",
+      group="triton")
+    R("triton__dot_flops.sum", "tl.dot FLOPs", "2 x M x N x K of every tl.dot, the whole tile (padding a mask "
+      "zeroed is multiplied too, as on a GPU)", "close to the op's FLOPs: more = tiles computed and thrown away",
+      better="lower", group="triton", aliases=("dot flops",))
+    R("triton__dot_flops_per_load_byte.ratio", "tl.dot FLOPs per loaded byte",
+      "tl.dot FLOPs / global bytes loaded: the reuse a kernel's tiling buys (a GEMM with BM x BN output tiles: "
+      "2 / (elem x (1/BM + 1/BN)))", "higher: bigger tiles reuse each loaded element more", kind="derived",
+      fmt="ratio", better="higher", group="triton",
+      compute=lambda m: (m["triton__dot_flops.sum"] / m["wb__global_load_bytes.sum"]
+                         if m.get("triton__dot_flops.sum") and m.get("wb__global_load_bytes.sum") else None))
+
+
+def _record(c: TritonCounts) -> None:
+    """Hand one counted launch to wb.profile."""
+    from workbench import profile as _profile
+
+    if "triton__programs.sum" not in _profile.METRICS:
+        register_metrics()
+    metrics = {key: getattr(c, f) for f, key in TRITON_METRICS.items()}
+    _profile.record_launch(c.kernel, "triton", grid=c.grid, block=None, metrics=metrics)

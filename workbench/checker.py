@@ -35,6 +35,11 @@ message (thread or program, block, buffer, offset, source line):
 The inputs are snapshotted before the call: a kernel that changes one fails with ``mutated_input`` (as
 KernelBench's adversarial tests check), and the torch baseline of the fp16/bf16 rule runs on pristine inputs.
 A function that raises is ``error``; one that returns the wrong type, shape, dtype or device ``bad_output``.
+
+Speed: ``check(..., budgets={"sectors per store request": "<= 4"}, budget_shape={...})`` also holds a correct
+kernel to performance budgets on ``wb.profile``'s counters (see :mod:`workbench.budgets`), measured at one stated
+shape once every run is correct. A correct kernel that misses one is ``over_budget`` ("correct, but 32 sectors per
+store request where 4 are possible: ..."), and the report is not a pass.
 """
 
 from __future__ import annotations
@@ -46,12 +51,14 @@ import math
 import re
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from workbench import budgets as _budgets
+from workbench.budgets import BudgetReport
 from workbench.progressbar import track as progress_track
 from workbench.registry import (
     Op,
@@ -107,6 +114,9 @@ DIAGNOSES = {
                      "loaded (zero-fill the out-of-range ones), or a read before the writes without a barrier",
     "mutated_input": "the kernel changed one of its inputs: inputs are read-only, so write only to the outputs you "
                      "allocate (an in-place op on an input, or a store through the wrong pointer)",
+    "over_budget": "every run is correct, but the kernel misses a performance budget: it moves more memory, "
+                   "conflicts more or synchronises more than the exercise allows (the report names each budget, the "
+                   "counted value and what is possible)",
     "error": "the kernel raised an exception",
     "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device",
 }
@@ -157,10 +167,17 @@ class CheckReport:
     name: str
     cases: list[CaseResult]
     skipped: list[str] = field(default_factory=list)
+    budgets: BudgetReport | None = None  # the performance budgets, judged once every run is correct
+
+    @property
+    def correct(self) -> bool:
+        """True when every run matches the reference (whatever the budgets say)."""
+        return bool(self.cases) and all(c.ok for c in self.cases)
 
     @property
     def ok(self) -> bool:
-        return bool(self.cases) and all(c.ok for c in self.cases)
+        """True when every run is correct and every performance budget is met."""
+        return self.correct and (self.budgets is None or self.budgets.ok)
 
     def __bool__(self) -> bool:
         return self.ok
@@ -174,7 +191,7 @@ class CheckReport:
         """Return the diagnosis key of the most informative failure (the largest failing case), or None."""
         fails = self.failures
         if not fails:
-            return None
+            return "over_budget" if self.correct and not self.ok else None
         return self.telling_failure.diagnosis
 
     @property
@@ -196,12 +213,19 @@ class CheckReport:
             return f"{self.op}/{self.name}: nothing was checked ({'; '.join(self.skipped) or 'no runnable case'})"
         if self.ok:
             head = f"PASS {self.op}/{self.name}: {n} runs match the float64 reference"
+        elif self.correct:
+            head = (f"SLOW {self.op}/{self.name}: all {n} runs match the float64 reference, but it misses "
+                    f"{len(self.budgets.missed)} performance budget{'s' if len(self.budgets.missed) != 1 else ''}.\n"
+                    f"  diagnosis: over_budget: {DIAGNOSES['over_budget']}")
         else:
             d = self.diagnosis
             head = (f"FAIL {self.op}/{self.name}: {len(self.failures)} of {n} runs are wrong.\n"
                     f"  diagnosis: {d}: {DIAGNOSES.get(d, '')}")
         lines = [head]
-        if not self.ok:
+        if self.budgets is not None:
+            lines.append(f"  budgets (wb.profile at {self.budgets.where}):")
+            lines += [f"    {ln}" for ln in self.budgets.lines()]
+        if not self.correct:
             first = self.telling_failure
             lines += ["  " + c.line() for c in ([first] + [c for c in self.failures if c is not first])[:6]]
         if self.skipped:
@@ -223,6 +247,9 @@ class CheckReport:
             for c in self.cases)
         head = html.escape(self.summary().splitlines()[0])
         diag = "" if self.ok else f"<p>{html.escape(self.summary().splitlines()[1].strip())}</p>"
+        if self.budgets is not None:
+            diag += (f"<p>budgets (wb.profile at {html.escape(self.budgets.where)}):</p><ul>"
+                     + "".join(f"<li>{html.escape(ln)}</li>" for ln in self.budgets.lines()) + "</ul>")
         return (f"<div><b style='color:{colour}'>{head}</b>{diag}<details><summary>{len(self.cases)} runs</summary>"
                 "<table><tr><th>shape</th><th>dtype</th><th>seed</th><th>case</th><th>result</th>"
                 f"<th>mismatches</th><th>max |err|</th><th>diagnosis</th></tr>{rows}</table></details></div>")
@@ -278,49 +305,77 @@ def diagnose(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor, tol: torch
     """
     fin = torch.isfinite(ref)
     poison = bad & (torch.isnan(out) if poisoned is None else poisoned) & fin
-    special = bad & ~fin
-    if special.any() and not (bad & fin).any():
-        return "special_values"
-    computed = bad & fin & ~torch.isfinite(out) & ~poison
-    if computed.any() and 2 * int(computed.sum()) >= int((bad & fin).sum()):  # most wrong elements: a NaN/Inf made
-        return "computed_nan"
-    if out.dim() >= 2 and poison.any():
-        rows = bad.reshape(-1, out.shape[-1])
-        prow = poison.reshape(-1, out.shape[-1])
-        full = prow.all(dim=1)
-        if full.any() and not rows[~full].any():
-            return "unwritten_rows"
     frac = bad.float().mean().item()
-    good_ref = fin & (ref.abs() > 1e-3 * ref.abs().max().clamp_min(1e-30)) & ~torch.isnan(out)
-    if frac > 0.5 and not poison.any() and good_ref.any():
-        ratio = (out[good_ref].double() / ref[good_ref].double())
-        med = ratio.median().item()
-        spread = (ratio - med).abs().median().item()
-        if abs(med - 1) > 1e-2 and spread < 1e-3 * abs(med):
-            return "scale"
-        rel = ((out[good_ref].double() - ref[good_ref].double()).abs() / ref[good_ref].double().abs()).median()
-        if rel.item() < 5e-2:
-            return "precision"
-    # Masking: the wrong elements sit in the last partial tile of some dimension.
-    nz = bad.nonzero()
-    for d in range(out.dim()):
-        if out.shape[d] == 1:  # a size-1 dimension (B=1, H=1) has no tail to get wrong
-            continue
-        if _in_last_partial_tile(nz[:, d], out.shape[d]) and (frac < 1 or bool(poison.all())):
-            return "masking"
+    named = (_non_finite(out, bad, fin, poison) or _unwritten_rows(out, bad, poison)  # first match wins, in order
+             or _uniform_error(out, ref, fin, poison, frac) or _masking(out, bad, poison, frac))
+    if named:
+        return named
     if out.dim() >= 2:
         flat = bad.reshape(-1, out.shape[-2], out.shape[-1])
         if any(_tiles_pattern(b) for b in flat):
             return "missing_barrier"
     if poison.any():
         return "unwritten"
-    if tol is not None and fin.any():
-        ratio = ((out.double() - ref.double()).abs() / tol.double().clamp_min(1e-300))
-        typical = ratio[fin].median().item()  # the middle element, wrong or not
-        worst = ratio[bad & fin].max().item() if (bad & fin).any() else math.inf
-        if typical >= 0.2 and worst <= 20:  # everything off by a fair share of the tolerance, nothing far off
-            return "precision"
+    if _within_precision(out, ref, bad, fin, tol):
+        return "precision"
     return "scattered"
+
+
+def _non_finite(out: torch.Tensor, bad: torch.Tensor, fin: torch.Tensor, poison: torch.Tensor) -> str | None:
+    """Return 'special_values' (only non-finite references are wrong) or 'computed_nan' (mostly a made NaN/Inf)."""
+    if (bad & ~fin).any() and not (bad & fin).any():
+        return "special_values"
+    computed = bad & fin & ~torch.isfinite(out) & ~poison
+    if computed.any() and 2 * int(computed.sum()) >= int((bad & fin).sum()):  # most wrong elements: a NaN/Inf made
+        return "computed_nan"
+    return None
+
+
+def _unwritten_rows(out: torch.Tensor, bad: torch.Tensor, poison: torch.Tensor) -> str | None:
+    """Return 'unwritten_rows' when every wrong element lies in a row left wholly poisoned."""
+    if out.dim() >= 2 and poison.any():
+        rows = bad.reshape(-1, out.shape[-1])
+        full = poison.reshape(-1, out.shape[-1]).all(dim=1)
+        if full.any() and not rows[~full].any():
+            return "unwritten_rows"
+    return None
+
+
+def _uniform_error(out: torch.Tensor, ref: torch.Tensor, fin: torch.Tensor, poison: torch.Tensor,
+                   frac: float) -> str | None:
+    """Return 'scale' (most elements off by one common factor) or 'precision' (all slightly off), else None."""
+    good_ref = fin & (ref.abs() > 1e-3 * ref.abs().max().clamp_min(1e-30)) & ~torch.isnan(out)
+    if not (frac > 0.5 and not poison.any() and good_ref.any()):
+        return None
+    ratio = (out[good_ref].double() / ref[good_ref].double())
+    med = ratio.median().item()
+    spread = (ratio - med).abs().median().item()
+    if abs(med - 1) > 1e-2 and spread < 1e-3 * abs(med):
+        return "scale"
+    rel = ((out[good_ref].double() - ref[good_ref].double()).abs() / ref[good_ref].double().abs()).median()
+    return "precision" if rel.item() < 5e-2 else None
+
+
+def _masking(out: torch.Tensor, bad: torch.Tensor, poison: torch.Tensor, frac: float) -> str | None:
+    """Return 'masking' when the wrong elements sit in the last partial tile of some dimension."""
+    nz = bad.nonzero()
+    for d in range(out.dim()):
+        if out.shape[d] == 1:  # a size-1 dimension (B=1, H=1) has no tail to get wrong
+            continue
+        if _in_last_partial_tile(nz[:, d], out.shape[d]) and (frac < 1 or bool(poison.all())):
+            return "masking"
+    return None
+
+
+def _within_precision(out: torch.Tensor, ref: torch.Tensor, bad: torch.Tensor, fin: torch.Tensor,
+                      tol: torch.Tensor | None) -> bool:
+    """Return True when everything is off by a fair share of the tolerance and nothing is far off."""
+    if tol is None or not fin.any():
+        return False
+    ratio = ((out.double() - ref.double()).abs() / tol.double().clamp_min(1e-300))
+    typical = ratio[fin].median().item()  # the middle element, wrong or not
+    worst = ratio[bad & fin].max().item() if (bad & fin).any() else math.inf
+    return typical >= 0.2 and worst <= 20
 
 
 # ------------------------------------------------------------------------------------------------------ compare
@@ -392,7 +447,8 @@ def _signature_error(fn: Callable, op: Op) -> str | None:
 def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           shapes: Sequence[dict] | None = None, dtypes: Iterable[torch.dtype | str] | None = None,
           seeds: Sequence[int] = (0, 1), cases: Sequence[str] | None = None, quick: bool = False,
-          raise_on_fail: bool = False, progress: bool | None = None) -> CheckReport:
+          raise_on_fail: bool = False, progress: bool | None = None, budgets: Mapping[str, str] | None = None,
+          budget_shape: dict | None = None, budget_dtype: torch.dtype | str | None = None) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
@@ -401,6 +457,10 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     ``quick`` checks only the first dtype and one seed (all shapes and cases). Returns a :class:`CheckReport`
     (truthy when everything passed). ``progress`` shows a bar of the cases (None: :func:`workbench.progressbar.enabled`
     decides; ``WORKBENCH_PROGRESS=0`` hides it).
+
+    ``budgets`` (``{metric: "<= 4  # why"}``, see :mod:`workbench.budgets`) are judged once every run is correct,
+    on one ``wb.profile`` call at ``budget_shape`` (default: the op's cpu bench shape) and ``budget_dtype``
+    (default: the first dtype checked): a miss makes the report ``over_budget``, not a pass.
     """
     if isinstance(fn, Variant):
         op = op or fn.op
@@ -418,6 +478,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         why = _signature_error(fn, spec)
         if why:
             raise TypeError(why)
+    limits = _budgets.parse(budgets, f"check {spec.name}/{name}") if budgets else []
     plain = (torch.float32,) if torch.float32 in spec.dtypes else spec.dtypes[:1]  # a plain function: one dtype
     all_dtypes = [as_dtype(d) for d in (dtypes if dtypes is not None else
                                         (fn.dtypes if isinstance(fn, Variant) else plain))]
@@ -442,6 +503,10 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
                 raise
             refused.add(where)
             _note_skip(report.skipped, str(e))
+    if limits and report.correct:
+        shape = dict(budget_shape) if budget_shape is not None else _budgets.default_shape(spec.name)
+        report.budgets = _budgets.measure(fn, spec.name, limits, shape,
+                                          as_dtype(budget_dtype) if budget_dtype is not None else all_dtypes[0])
     if raise_on_fail:
         report.raise_if_failed()
     return report

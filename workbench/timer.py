@@ -262,6 +262,8 @@ def _peak_fraction(rec: dict, dt: torch.dtype, flops: float, nbytes: float) -> d
         return {}
     if not peak or not bw:
         return {}
+    if flops <= 0:  # moves data, computes nothing (a transpose, a copy): the bound is the bandwidth alone
+        return {"bound": "memory", "pct_peak": 100.0 * rec["gbps"] / bw}
     intensity = flops / max(nbytes, 1.0)
     bound_tflops = min(peak, bw * intensity / 1e3)  # bw in GB/s -> TFLOP/s at this intensity
     return {"bound": "compute" if peak <= bw * intensity / 1e3 else "memory",

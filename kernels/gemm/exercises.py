@@ -20,6 +20,9 @@ load as 0, so ragged M, N and K need no special case in the inner loop. Finish t
 The checker runs K = 20 and K = 5 (smaller than one tile: most of each tile is out of range) under the Numba
 simulator's sanitizer: shared memory starts as garbage (NaN), a read of an element no thread wrote is reported
 (`uninitialized`), and so is a missing barrier (`race`, with both threads and their lines).
+
+Then it counts your kernel with `wb.profile` at M = N = K = 32: the tiles exist to cut global traffic, so a kernel
+that reads `a` and `b` straight from global memory in its inner loop is correct but does not pass.
 """,
     hints=[
         "Per K step each thread loads one element of each tile: thread (ty, tx) takes a's element in its own row at "
@@ -32,6 +35,12 @@ simulator's sanitizer: shared memory starts as garbage (NaN), a read of an eleme
         "the b-tile. The block can hang over the edge of c, so guard the final store with both bounds.",
     ],
     shapes=SMALL, dtypes=("float32",), seeds=(0,),
+    # at 32^3 (4 blocks of 16 x 16): each thread loads 2 floats per 16-wide K slice, M*N*K*(1/16 + 1/16)*4 bytes
+    budgets={"global load bytes requested": "<= 16384  # at M = N = K = 32 each thread loads one element of a and "
+                                            "one of b per 16-wide slice of K: M*N*K*(1/16 + 1/16)*4 = 16,384 B. "
+                                            "An untiled kernel loads a whole row of a and column of b per output: "
+                                            "2*M*N*K*4 = 262,144 B"},
+    budget_shape={"M": 32, "N": 32, "K": 32},
 )
 
 register_exercise(
@@ -45,6 +54,9 @@ register_exercise(
 Give each thread a 2x2 block of `c`. Per k, load two values of `a` (rows row0, row0+1) and two of `b`
 (columns col0, col0+1) into registers and do all four multiply-adds: 4 FMAs per 4 loads instead of 1 per 2.
 With 8x8 = 64 threads per block the block covers a 16x16 tile. The starter only computes the first element.
+
+The check then counts your kernel with `wb.profile` at M = N = K = 32: computing the four outputs one after the
+other, each with its own loads, is correct, but it requests twice the bytes and does not pass.
 """,
     hints=[
         "For each k, load T values of a's column k (rows row0 .. row0 + T - 1) into ra and T values of b's row k "
@@ -55,6 +67,11 @@ With 8x8 = 64 threads per block the block covers a 16x16 tile. The starter only 
         "and column bound.",
     ],
     shapes=SMALL, dtypes=("float32",), seeds=(0,),
+    budgets={"global load bytes requested": "<= 131072  # at M = N = K = 32, 2 + 2 loads per k feed a 2x2 block: "
+                                            "2*M*N*K/2*4 = 131,072 B. One load of a and one of b per output "
+                                            "(the 1x1 kernel, or the 2x2 block computed element by element) is "
+                                            "2*M*N*K*4 = 262,144 B"},
+    budget_shape={"M": 32, "N": 32, "K": 32},
 )
 
 register_exercise(

@@ -51,12 +51,17 @@ workers.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
+import os
 import pickle
 import queue as queue_mod
+import sys
+import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +70,6 @@ import torch.distributed as dist
 
 import workbench
 from kernels.moe.reference import route, swiglu, tolerance, torch_loop
-from workbench.checker import close_to
 
 # ------------------------------------------------------------------------------------------------------ dispatch plan
 
@@ -318,35 +322,30 @@ def _pick_backend(backend: str | None, world: int) -> str:
     return backend
 
 
-_DEFAULTS = {"T": 64, "d": 64, "I": 128, "E": 8, "top_k": 2, "dtype": torch.float32, "seed": 0, "case": "random",
-             "renormalize": True}
+@contextlib.contextmanager
+def _stderr_to(f: Any) -> Iterator[None]:
+    """Point file descriptor 2 at ``f`` while processes start (they inherit it), then restore it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(f.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
-def _jobs(configs: list[dict], world: int, repeats: int) -> tuple[list[dict], list[tuple]]:
-    """Return (one job per config for the ranks, its inputs here), refusing bad configs before any rank starts."""
-    jobs, inputs = [], []
-    for cfg in configs:
-        unknown = set(cfg) - set(_DEFAULTS)
-        if unknown:
-            raise ValueError(f"run_ep_checks: unknown config keys {sorted(unknown)}; known: {sorted(_DEFAULTS)}")
-        c = {**_DEFAULTS, **cfg}
-        if c["E"] % world:
-            raise ValueError(f"E = {c['E']} experts do not split evenly over world = {world} ranks")
-        shape = {k: c[k] for k in ("T", "d", "I", "E", "top_k")}
-        # Made here first: a bad shape, dtype or case fails now, in the caller, not in every rank; the reference
-        # below runs on these same tensors. The ranks remake them from the seed (see _worker).
-        inp = workbench.make_inputs("moe", dtype=c["dtype"], seed=c["seed"], device="cpu", case=c["case"], **shape)
-        workbench.get_op("moe").validate(*inp, renormalize=c["renormalize"])  # top_k in [1, E], shapes, dtypes
-        inputs.append(inp)
-        jobs.append({"shape": shape, "dtype": c["dtype"], "seed": c["seed"], "case": c["case"],
-                     "renormalize": c["renormalize"], "repeats": repeats})
-    return jobs, inputs
+def _tail(f: Any, n: int = 3000) -> str:
+    f.flush()
+    f.seek(0)
+    text = f.read().decode(errors="replace").strip()
+    return text[-n:] if text else "(it wrote nothing to stderr)"
 
 
-def _gather(procs: list, results: Any, world: int, backend: str, timeout_s: float, start: float) -> dict[int, list]:
-    """Return each rank's reports as they arrive; raise on a rank's error, a silent death or the deadline."""
-    reports: dict[int, list] = {}
-    deadline = start + timeout_s
+def _collect(procs: list, results: Any, backend: str, timeout_s: float, start: float, errlog: Any) -> dict[int, Any]:
+    """Gather every rank's report from the queue; raise on a rank's error, its silent death or the deadline."""
+    world, deadline = len(procs), start + timeout_s
+    reports: dict[int, Any] = {}
     while len(reports) < world:
         try:
             kind, rank, payload = results.get(timeout=0.2)
@@ -355,81 +354,18 @@ def _gather(procs: list, results: Any, world: int, backend: str, timeout_s: floa
             if dead:  # died without a word (killed, segfault, out of memory): give it a moment to report
                 time.sleep(0.5)
                 if results.empty():
-                    raise RuntimeError(f"ep rank {dead[0]} exited with code {procs[dead[0]].exitcode} "
-                                       "without reporting (killed? out of memory?)") from None
+                    raise RuntimeError(f"ep rank {dead[0]} exited with code {procs[dead[0]].exitcode} without "
+                                       f"reporting; the ranks' stderr:\n{_tail(errlog)}") from None
             if time.perf_counter() > deadline:
                 missing = [r for r in range(world) if r not in reports]
-                raise TimeoutError(f"ep check: ranks {missing} of {world} did not finish within {timeout_s:g} s "
-                                   f"(backend {backend}; a hung collective?): all ranks killed") from None
+                raise TimeoutError(f"ep check: ranks {missing} of {world} did not finish within "
+                                   f"{timeout_s:g} s (backend {backend}; a hung collective?): "
+                                   "all ranks killed") from None
             continue
         if kind == "error":
             raise RuntimeError(f"ep rank {rank} of {world} failed (backend {backend}):\n{payload}")
         reports[rank] = _from_bytes(payload)  # tensors, lists, numbers
     return reports
-
-
-def _run_ranks(jobs: list[dict], world: int, backend: str, timeout_s: float) -> tuple[dict[int, list], float]:
-    """Spawn ``world`` ranks on ``jobs``; return (their reports by rank, wall seconds spawn included)."""
-    # Rendezvous: the parent binds a TCP store on a free port (port 0: the OS picks one) and keeps it open, so no
-    # other program can grab the port between choosing it and the ranks connecting.
-    store = dist.TCPStore("127.0.0.1", 0, None, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=timeout_s))
-    ctx = torch.multiprocessing.get_context("spawn")  # fork is unsafe with threads/CUDA; spawn works in Jupyter
-    results = ctx.Queue()
-    start = time.perf_counter()
-    procs = [ctx.Process(target=_worker, args=(r, world, store.port, backend, jobs, timeout_s, results),
-                         daemon=True, name=f"ep-rank{r}") for r in range(world)]
-    try:
-        for p in procs:
-            p.start()
-        reports = _gather(procs, results, world, backend, timeout_s, start)
-        for p in procs:
-            p.join(timeout=10)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=5)
-        results.close()
-        del store
-    return reports, time.perf_counter() - start
-
-
-def _summary(job: dict, inputs: tuple, reports: list[dict], backend: str, wall_s: float) -> dict:
-    """Return one config's result: the ranks' outputs joined and checked against the float64 reference, traffic."""
-    world = len(reports)
-    s = job["shape"]
-    kw = {"renormalize": job["renormalize"]}
-    ref = workbench.reference("moe")(*inputs, **kw)
-    base = torch_loop(*inputs, **kw)
-    got = torch.cat([rep["out"] for rep in reports])
-    stats = [rep["stats"] for rep in reports]
-    atol, rtol = tolerance(job["dtype"], s)
-    if job["dtype"] in (torch.float16, torch.bfloat16):  # the checker's rule: up to 2x torch's own error
-        atol = max(atol, 2 * float((base.double() - ref).abs().max()) if ref.numel() else 0.0)
-    err = (got.double() - ref).abs()
-    ok = bool(torch.isfinite(got).all()) and close_to(got, ref, atol, rtol)
-    es = torch.empty((), dtype=job["dtype"]).element_size()
-    cross = [sum(n for dst, n in enumerate(st["sent_rows"]) if dst != r) for r, st in enumerate(stats)]
-    return {
-        **s, "dtype": str(job["dtype"]).removeprefix("torch."), "case": job["case"], "world": world,
-        "backend": backend, "ok": ok,
-        "max_abs_err": float(err.max()) if err.numel() else 0.0,
-        "max_abs_err_vs_torch_loop": float((got.double() - base.double()).abs().max()) if err.numel() else 0.0,
-        "tol": {"atol": atol, "rtol": rtol},
-        "tokens_per_rank": [b - a for a, b in _shard_bounds(s["T"], world)],
-        "experts_per_rank": s["E"] // world,
-        "sent_rows": [st["sent_rows"] for st in stats],  # [src][dst]: (token, slot) rows
-        "recv_rows": [st["recv_rows"] for st in stats],  # [dst][src]
-        "cross_rank_rows": cross,  # rows each rank sent to *other* ranks (the rest never leave the rank)
-        "bytes": {"counts": sum(st["bytes_counts"] for st in stats),
-                  "dispatch": sum(st["bytes_dispatch"] for st in stats),
-                  "combine": sum(st["bytes_combine"] for st in stats)},
-        "bytes_cross_rank": {"dispatch": sum(cross) * (s["d"] * es + 4), "combine": sum(cross) * s["d"] * es},
-        "bytes_per_token_each_way": s["top_k"] * s["d"] * es,
-        "ep_ms": 1e3 * max(rep["ep_s"] for rep in reports),
-        "wall_s": wall_s,
-    }
 
 
 def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = None,
@@ -443,11 +379,91 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
     """
     if world < 1:
         raise ValueError(f"world must be >= 1, got {world}")
-    jobs, inputs = _jobs(configs, world, repeats)
+    defaults = {"T": 64, "d": 64, "I": 128, "E": 8, "top_k": 2, "dtype": torch.float32, "seed": 0,
+                "case": "random", "renormalize": True}
+    jobs, inputs = [], []
+    for cfg in configs:
+        unknown = set(cfg) - set(defaults)
+        if unknown:
+            raise ValueError(f"run_ep_checks: unknown config keys {sorted(unknown)}; known: {sorted(defaults)}")
+        c = {**defaults, **cfg}
+        if c["E"] % world:
+            raise ValueError(f"E = {c['E']} experts do not split evenly over world = {world} ranks")
+        shape = {k: c[k] for k in ("T", "d", "I", "E", "top_k")}
+        # Made here first: a bad shape, dtype or case fails now, in the caller, not in every rank; the reference
+        # below runs on these same tensors. The ranks remake them from the seed (see _worker).
+        inp = workbench.make_inputs("moe", dtype=c["dtype"], seed=c["seed"], device="cpu", case=c["case"], **shape)
+        workbench.get_op("moe").validate(*inp, renormalize=c["renormalize"])  # top_k in [1, E], shapes, dtypes
+        inputs.append(inp)
+        jobs.append({"shape": shape, "dtype": c["dtype"], "seed": c["seed"], "case": c["case"],
+                     "renormalize": c["renormalize"], "repeats": repeats})
     backend = _pick_backend(backend, world)
-    reports, wall_s = _run_ranks(jobs, world, backend, timeout_s)
-    return [_summary(job, inputs[j], [reports[r][j] for r in range(world)], backend, wall_s)
-            for j, job in enumerate(jobs)]
+
+    # Rendezvous: the parent binds a TCP store on a free port (port 0: the OS picks one) and keeps it open, so no
+    # other program can grab the port between choosing it and the ranks connecting.
+    store = dist.TCPStore("127.0.0.1", 0, None, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=timeout_s))
+    ctx = torch.multiprocessing.get_context("spawn")  # fork is unsafe with threads/CUDA; spawn works in Jupyter
+    results = ctx.Queue()
+    start = time.perf_counter()
+    procs = [ctx.Process(target=_worker, args=(r, world, store.port, backend, jobs, timeout_s, results),
+                         daemon=True, name=f"ep-rank{r}") for r in range(world)]
+    errlog = tempfile.TemporaryFile()  # the ranks' stderr: shown if one dies before it can report
+    try:
+        with _stderr_to(errlog):
+            for p in procs:
+                p.start()
+        reports = _collect(procs, results, backend, timeout_s, start, errlog)
+        for p in procs:
+            p.join(timeout=10)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+        results.close()
+        errlog.close()
+        del store
+    wall_s = time.perf_counter() - start
+
+    ref_fn = workbench.reference("moe")
+    out = []
+    for j, job in enumerate(jobs):
+        s = job["shape"]
+        kw = {"renormalize": job["renormalize"]}
+        ref = ref_fn(*inputs[j], **kw)
+        base = torch_loop(*inputs[j], **kw)
+        got = torch.cat([reports[r][j]["out"] for r in range(world)])
+        stats = [reports[r][j]["stats"] for r in range(world)]
+        atol, rtol = tolerance(job["dtype"], s)
+        base_err = float((base.double() - ref).abs().max()) if ref.numel() else 0.0
+        if job["dtype"] in (torch.float16, torch.bfloat16):  # the checker's rule: up to 2x torch's own error
+            atol = max(atol, 2 * base_err)
+        err = (got.double() - ref).abs()
+        ok = tuple(got.shape) == tuple(ref.shape) and bool(torch.isfinite(got).all()) and bool(
+            (err <= atol + rtol * ref.abs()).all())
+        es = torch.empty((), dtype=job["dtype"]).element_size()
+        cross = [sum(n for dst, n in enumerate(st["sent_rows"]) if dst != r) for r, st in enumerate(stats)]
+        out.append({
+            **s, "dtype": str(job["dtype"]).removeprefix("torch."), "case": job["case"], "world": world,
+            "backend": backend, "ok": ok,
+            "max_abs_err": float(err.max()) if err.numel() else 0.0,
+            "max_abs_err_vs_torch_loop": float((got.double() - base.double()).abs().max()) if err.numel() else 0.0,
+            "tol": {"atol": atol, "rtol": rtol},
+            "tokens_per_rank": [b - a for a, b in _shard_bounds(s["T"], world)],
+            "experts_per_rank": s["E"] // world,
+            "sent_rows": [st["sent_rows"] for st in stats],  # [src][dst]: (token, slot) rows
+            "recv_rows": [st["recv_rows"] for st in stats],  # [dst][src]
+            "cross_rank_rows": cross,  # rows each rank sent to *other* ranks (the rest never leave the rank)
+            "bytes": {"counts": sum(st["bytes_counts"] for st in stats),
+                      "dispatch": sum(st["bytes_dispatch"] for st in stats),
+                      "combine": sum(st["bytes_combine"] for st in stats)},
+            "bytes_cross_rank": {"dispatch": sum(cross) * (s["d"] * es + 4), "combine": sum(cross) * s["d"] * es},
+            "bytes_per_token_each_way": s["top_k"] * s["d"] * es,
+            "ep_ms": 1e3 * max(reports[r][j]["ep_s"] for r in range(world)),
+            "wall_s": wall_s,
+        })
+    return out
 
 
 def run_ep_check(world: int = 2, T: int = 64, d: int = 64, I: int = 128, E: int = 8, top_k: int = 2,

@@ -28,6 +28,11 @@ combines its value with its partner's. No shared memory, no `__syncthreads()`.
     shapes=SMALL,
     dtypes=("float32",),
     seeds=(0,),
+    budgets={"barriers": "== 0  # one warp holds the row: shuffles move values between its lanes, so no "
+                         "__syncthreads() is needed",
+             "shared load requests": "== 0  # the reduction lives in registers: no shared-memory round trip",
+             "sectors per load request": "<= 4  # lane l reads l, l + 32, ...: 32 neighbouring floats per load"},
+    budget_shape={"M": 4, "N": 1024},
 )
 
 register_exercise(

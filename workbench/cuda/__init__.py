@@ -12,6 +12,8 @@
   which the checker uses) run compute-sanitizer's three tools at once: memcheck (global and shared memory),
   racecheck (shared and global memory) and initcheck (shared memory); see :mod:`workbench.cuda._sanitizer`.
   Launches stop on Ctrl-C, past :func:`set_time_limit`, or when :func:`set_size_guard` estimates them too long.
+  Inside :func:`workbench.profile` every launch runs a profile build instead and reports its exact memory counters
+  (global requests and sectors, shared-memory wavefronts and bank conflicts, atomics, barriers).
 
 Records of a checked launch's error (``err.records``, dicts):
 
@@ -128,11 +130,13 @@ class Function:
             module._cpu_module(module.checked or _sanitize.active()).kernel(name)
 
     def __call__(self, grid: Dims, block: Dims, args: Sequence[Any], *, shared_mem: int = 0,
-                 checked: bool | None = None, **kwargs: Any) -> None:
+                 checked: bool | None = None, buffers: Sequence[Any] = (), **kwargs: Any) -> None:
         """Launch the kernel over ``grid`` blocks of ``block`` threads with ``args`` (a tuple).
 
         ``checked=True`` (or the module's ``checked``, or an active ``workbench._sanitize.sanitizing()``) runs
-        the launch under memcheck, racecheck and initcheck in cpu mode.
+        the launch under memcheck, racecheck and initcheck in cpu mode. ``buffers``: arrays the kernel reaches
+        through pointers inside struct arguments, for :func:`workbench.profile` to count (cpu mode; ignored on a
+        GPU, where ncu sees every access).
         """
         chk = bool(self._module.checked if checked is None else checked)
         if MODE == "gpu":
@@ -141,11 +145,31 @@ class Function:
             if self.max_dynamic_shared_size_bytes:
                 self._fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
             return self._fn(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
+        from workbench import profile as _profile
         from workbench.cuda import _cpu
 
+        if _profile.active():  # counting wins over checking: a profile build logs accesses, it does not check them
+            self._profile_launch(grid, block, args, shared_mem, buffers)
+            return None
         mod = self._module._cpu_module(chk or _sanitize.active())
         _cpu.launch(mod, mod.kernel(self.name), grid, block, args, shared_mem, self.max_dynamic_shared_size_bytes)
         return None
+
+    def _profile_launch(self, grid: Dims, block: Dims, args: Sequence[Any], shared_mem: int,
+                        buffers: Sequence[Any]) -> None:
+        """Launch the profile build and hand its counters to the wb.profile call in progress."""
+        from workbench import profile as _profile
+        from workbench.cuda import _cpu
+
+        mod = self._module._cpu_module(False, profile=True)
+        counts = _cpu.launch(mod, mod.kernel(self.name), grid, block, args, shared_mem,
+                             self.max_dynamic_shared_size_bytes, tuple(buffers))
+        other = (counts or {}).get("wb__uncounted_accesses.sum", 0)
+        note = (f"{other} thread-level access(es) to memory that is neither shared memory nor a buffer passed as a "
+                "pointer argument (a pointer inside a struct argument, a __device__ variable) were not counted"
+                if other else "")
+        _profile.record_launch(self.name, "cuda", grid=_cpu._dims(grid, "grid", self.name),
+                               block=_cpu._dims(block, "block", self.name), metrics=counts, note=note)
 
     @property
     def num_params(self) -> int:
@@ -173,7 +197,7 @@ class RawModule:
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.checked = bool(checked)
-        self._cpu: dict[bool, Any] = {}
+        self._cpu: dict[bool | str, Any] = {}
         if code is None:  # cupy's path= (a cubin/ptx file): GPU only
             if MODE != "gpu":
                 raise CudaError(f"RawModule(path={path!r}) loads a compiled cubin/PTX, which needs a GPU; "
@@ -196,12 +220,14 @@ class RawModule:
             except Exception as e:
                 raise _wrap_cupy_error(e, self.source) from e
 
-    def _cpu_module(self, checked: bool) -> Any:
+    def _cpu_module(self, checked: bool, profile: bool = False) -> Any:
         from workbench.cuda import _cpu
 
-        if checked not in self._cpu:
-            self._cpu[checked] = _cpu.CpuModule(self.source, self.options, None, self.name_expressions, checked)
-        return self._cpu[checked].compile()
+        key = "profile" if profile else checked
+        if key not in self._cpu:
+            self._cpu[key] = _cpu.CpuModule(self.source, self.options, None, self.name_expressions, checked and not
+                                            profile, profile=profile)
+        return self._cpu[key].compile()
 
     def compile(self) -> RawModule:
         """Compile now (otherwise the first get_function/launch does)."""
@@ -288,8 +314,11 @@ class RawKernel:
         return self._fn
 
     def __call__(self, grid: Dims, block: Dims, args: Sequence[Any], *, shared_mem: int = 0,
-                 checked: bool | None = None, **kwargs: Any) -> None:
-        """Launch over ``grid`` blocks of ``block`` threads; ``args`` is a tuple matching the kernel's params."""
+                 checked: bool | None = None, buffers: Sequence[Any] = (), **kwargs: Any) -> None:
+        """Launch over ``grid`` blocks of ``block`` threads; ``args`` is a tuple matching the kernel's params.
+
+        ``buffers``: arrays reached through pointers inside struct arguments (see :meth:`Function.__call__`).
+        """
         if MODE == "gpu":
             if checked or self.checked:
                 _warn_checked_gpu()
@@ -306,7 +335,7 @@ class RawKernel:
                 raise _wrap_cupy_error(e, self.source) from e
         fn = self._function()
         fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
-        return fn(grid, block, args, shared_mem=shared_mem, checked=checked)
+        return fn(grid, block, args, shared_mem=shared_mem, checked=checked, buffers=buffers)
 
     def __repr__(self) -> str:
         return f"<workbench.cuda.RawKernel {self.name!r} of {self.source.display_name} ({MODE} mode)>"

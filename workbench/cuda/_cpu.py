@@ -7,6 +7,11 @@ kernel, never the C library's function), and kernels named like something the C/
 between two 64 KiB TLS redzones, so that out-of-bounds static shared-memory accesses land in mapped memory; a
 checked launch runs on copies of its buffers with a redzone on each side (copied back afterwards), for the
 same reason.
+
+Profile builds (``profile=True``, what :func:`workbench.profile.profile` launches) use the same instrumentation, but
+their hooks only append each access to the fiber's log; the runtime groups the logs into warp-level requests and
+counts sectors, shared-memory wavefronts, bank conflicts, atomics and barriers (see ``PROFILE_COUNTERS``). They are
+built without vectorisation, so each access of the source stays one access, as nvcc compiles it.
 """
 
 from __future__ import annotations
@@ -158,7 +163,29 @@ class _Desc(ctypes.Structure):  # wb_launch_desc in runtime/wb_runtime.cpp
                 ("time_limit", ctypes.c_double), ("size_guard", ctypes.c_double), ("errbuf", ctypes.c_void_p),
                 ("errlen", ctypes.c_uint64), ("records", ctypes.c_void_p), ("record_cap", ctypes.c_int),
                 ("nrecords", ctypes.c_int), ("totals", ctypes.c_long * 3), ("elapsed", ctypes.c_double),
-                ("estimate", ctypes.c_double), ("blocks_done", ctypes.c_long)]
+                ("estimate", ctypes.c_double), ("blocks_done", ctypes.c_long),
+                ("profile", ctypes.c_int), ("nregion", ctypes.c_int), ("region", ctypes.c_void_p),
+                ("prof_cap", ctypes.c_uint64), ("prof", ctypes.c_uint64 * 32)]
+
+
+# The runtime's P_* counters, in order, and the profile metric each one is (None: not reported).
+PROFILE_COUNTERS = (
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "smsp__sass_data_bytes_mem_global_op_ld.sum", "smsp__sass_thread_inst_executed_op_global_ld_pred_on.sum",
+    "wb__global_ideal_sectors_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "smsp__sass_data_bytes_mem_global_op_st.sum", "smsp__sass_thread_inst_executed_op_global_st_pred_on.sum",
+    "wb__global_ideal_sectors_op_st.sum",
+    "smsp__inst_executed_op_shared_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "smsp__sass_data_bytes_mem_shared_op_ld.sum",
+    "smsp__sass_thread_inst_executed_op_shared_ld_pred_on.sum",
+    "smsp__inst_executed_op_shared_st.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "smsp__sass_data_bytes_mem_shared_op_st.sum",
+    "smsp__sass_thread_inst_executed_op_shared_st_pred_on.sum",
+    "wb__global_atomic_requests.sum", "wb__global_atomics.sum", "smsp__inst_executed_op_shared_atom.sum",
+    "wb__shared_atomics.sum", "wb__barriers.sum", "wb__warp_collectives.sum", "wb__uncounted_accesses.sum",
+)
+PROFILE_LOG_CAP = 8 << 20  # log entries (16 bytes each) one worker may hold between two barriers
 
 
 class _PtrArg(ctypes.Structure):
@@ -256,6 +283,18 @@ def _redzone_objects(cxx: str) -> tuple[Path, Path]:
     return _rz_objects[key]
 
 
+def _profile_flags(cxx: str) -> list[str]:
+    """Return the compile flags of a profile build: -fsanitize=thread's access hooks, no vectorisation.
+
+    Vectorising would merge a thread's neighbouring accesses into one (nvcc keeps them apart unless the source uses
+    a vector type); -fno-tree-sra keeps a float4 one 16-byte access.
+    """
+    if "clang" in _cxx_id(cxx).lower():
+        return ["-fno-vectorize", "-fno-slp-vectorize", "-fsanitize=thread", "-mllvm",
+                "-tsan-instrument-func-entry-exit=0"]
+    return ["-fno-tree-sra", "-fno-tree-vectorize", "-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
+
+
 def _sanitize_flags(cxx: str) -> list[str]:
     """Return the compile flags of a checked build: debug lines, -fsanitize=thread and alignment instrumentation.
 
@@ -270,10 +309,13 @@ class CpuModule:
     """A compiled (shared-library) module holding one or more kernels."""
 
     def __init__(self, src: _source.Source, options: tuple[str, ...], names: list[str] | None,
-                 name_expressions: tuple[str, ...], checked: bool) -> None:
+                 name_expressions: tuple[str, ...], checked: bool, profile: bool = False) -> None:
+        if checked and profile:
+            raise ValueError("a CPU-engine module is built checked or for profiling, not both")
         self.source = src
         self.options = tuple(options)
         self.checked = checked
+        self.profile = profile
         self.decls = _source.find_kernels(src.text)
         self._explicit = names
         self._name_expressions = tuple(name_expressions)
@@ -352,8 +394,11 @@ class CpuModule:
                         f"(__global__ functions found: {avail})")
             if self.checked:
                 flags.append("-DWB_CHECKED=1")
+            if self.profile:
+                flags.append("-DWB_PROFILE=1")
             tu = self._translation_unit()
             extra = " ".join(_sanitize_flags(cxx)) + f" rz={REDZONE}" if self.checked else ""
+            extra += " ".join(_profile_flags(cxx)) if self.profile else ""
             key = _hash(tu, " ".join(flags), " ".join(CXXFLAGS + LDFLAGS), extra, _headers_digest(), _cxx_id(cxx))
             runtime()  # kernel modules resolve wb_* symbols against the (RTLD_GLOBAL) runtime
             so = _cached_so(key)
@@ -456,7 +501,8 @@ class CpuModule:
             # One section per function and variable: a link rooted at one kernel (see _exact_static_smem) keeps
             # only the __shared__ variables that kernel reaches.
             cmd = [cxx, *CXXFLAGS, "-ffunction-sections", "-fdata-sections", "-I", str(INCLUDE_DIR), *flags,
-                   "-MD", "-MF", str(dep), *(_sanitize_flags(cxx) if self.checked else []), "-c", str(cpp),
+                   "-MD", "-MF", str(dep), *(_sanitize_flags(cxx) if self.checked else []),
+                   *(_profile_flags(cxx) if self.profile else []), "-c", str(cpp),
                    "-o", str(obj)]
             self._check_compile(_run_compiler(cmd, self.source.display_name), cpp)
             # checked: link between the redzones, without ThreadSanitizer's runtime (wb_sanitize.h has the hooks)
@@ -607,8 +653,15 @@ def _describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:120]
 
 
-def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, int, int, int]]]:
-    """Return (void** array, keep-alive list, [(pointer, bytes, parameter index, address of the pointer)]).
+def _alloc_base(a: Any) -> int:
+    """Return the start of the allocation an array or tensor argument lives in (a view's owner's first byte)."""
+    from workbench.profile import allocation_start
+
+    return allocation_start(a)
+
+
+def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, int, int, int, int]]]:
+    """Return (void** array, keep-alive list, [(pointer, bytes, parameter index, address of the pointer, allocation)]).
 
     Raises KernelArgumentError for arguments that do not match the kernel's parameters.
     """
@@ -620,7 +673,7 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], 
         raise KernelArgumentError(
             f"kernel {info.name!r} takes {n} argument{'s' if n != 1 else ''} ({sig}) but {len(args)} were given")
     keep: list[Any] = []
-    bufs: list[tuple[int, int, int, int]] = []
+    bufs: list[tuple[int, int, int, int, int]] = []
     arr = (ctypes.c_void_p * max(n, 1))()
     for i, (code, a) in enumerate(zip(info.codes, args, strict=True)):
         p = info.params[i]
@@ -629,7 +682,8 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], 
             rec = _PtrArg()
             rec.ptr, rec.bytes = _pointer(where, code, a, keep)
             if rec.ptr and rec.bytes:
-                bufs.append((rec.ptr, rec.bytes, i, ctypes.addressof(rec) + _PtrArg.ptr.offset))
+                bufs.append((rec.ptr, rec.bytes, i, ctypes.addressof(rec) + _PtrArg.ptr.offset,
+                             _alloc_base(keep[-1]) or rec.ptr))
         else:
             rec = _scalar(where, code, a)
         keep.append(rec)
@@ -760,8 +814,11 @@ def _check_config(info: KernelInfo, module: CpuModule, g: tuple, b: tuple, share
 
 
 def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, shared_mem: int, arr: Any,
-                     bufs: list[tuple[int, int, int, int]], keep: list) -> _Desc:
-    """Return the runtime's launch description (arrays it points to are appended to ``keep``)."""
+                     bufs: list[tuple[int, int, int, int, int]], keep: list, extra: tuple = ()) -> _Desc:
+    """Return the runtime's launch description (arrays it points to are appended to ``keep``).
+
+    ``extra``: arrays the kernel reaches other than through its pointer parameters (profile builds count them).
+    """
     d = _Desc()
     d.invoke = info.invoke
     d.args = ctypes.cast(arr, ctypes.c_void_p)
@@ -777,8 +834,12 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
     d.tls_bytes = img.tls_bytes if img else 0
     d.text_lo, d.text_hi = (module.base + img.text[0], module.base + img.text[1]) if img else (0, 0)
     d.module_base = module.base
-    if module.checked:
+    if module.checked or module.profile:
         d.san_enabled = ctypes.addressof(ctypes.c_int.in_dll(lib, "wb_san_enabled"))
+    if module.profile:
+        _describe_regions(d, bufs, extra, keep)
+    if module.checked:
+        _describe_buffers(d, bufs, keep)
         d.static_lo, d.static_bytes = module.static_window
         d.redzone = REDZONE
         guards = [(t.value - module.static_window[0], t.size) for t in (img.tls if img else ())
@@ -787,15 +848,6 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
         keep.append(garr)
         d.nguard = len(guards)
         d.guard = ctypes.cast(garr, ctypes.c_void_p)
-        n = max(len(bufs), 1)
-        ptrs = (ctypes.c_uint64 * n)(*(b[0] for b in bufs))
-        sizes = (ctypes.c_uint64 * n)(*(b[1] for b in bufs))
-        params = (ctypes.c_int * n)(*(b[2] for b in bufs))
-        slots = (ctypes.c_uint64 * n)(*(b[3] for b in bufs))
-        keep += [ptrs, sizes, params, slots]
-        d.nbuf = len(bufs)
-        d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot = (ctypes.cast(x, ctypes.c_void_p)
-                                                           for x in (ptrs, sizes, params, slots))
     d.time_limit = _limits.time_limit() or 0.0
     d.size_guard = _limits.size_guard() or 0.0
     err = ctypes.create_string_buffer(4096)
@@ -808,21 +860,67 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
     return d
 
 
+def _describe_buffers(d: _Desc, bufs: list[tuple[int, int, int, int, int]], keep: list) -> None:
+    """Describe the pointer arguments' buffers to the runtime (checked launches run on redzoned copies of them)."""
+    n = max(len(bufs), 1)
+    ptrs = (ctypes.c_uint64 * n)(*(b[0] for b in bufs))
+    sizes = (ctypes.c_uint64 * n)(*(b[1] for b in bufs))
+    params = (ctypes.c_int * n)(*(b[2] for b in bufs))
+    slots = (ctypes.c_uint64 * n)(*(b[3] for b in bufs))
+    keep += [ptrs, sizes, params, slots]
+    d.nbuf = len(bufs)
+    d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot = (ctypes.cast(x, ctypes.c_void_p)
+                                                       for x in (ptrs, sizes, params, slots))
+
+
+def _describe_regions(d: _Desc, bufs: list[tuple[int, int, int, int, int]], extra: tuple, keep: list) -> None:
+    """Describe the memory a profile launch counts: global buffers (pointer arguments and ``extra`` arrays) by
+    allocation start, and the parameter records the kernel reads its arguments from (not counted)."""
+    regions = [(p, p + n, base, 1) for p, n, _, _, base in bufs]
+    for a in extra:
+        if isinstance(a, np.ndarray) and a.nbytes:
+            lo = a.ctypes.data + min(0, sum((s - 1) * st for s, st in zip(a.shape, a.strides, strict=True) if st < 0))
+            span = sum((s - 1) * abs(st) for s, st in zip(a.shape, a.strides, strict=True)) + a.itemsize
+            regions.append((lo, lo + span, _alloc_base(a) or lo, 1))
+    for obj in keep:
+        if isinstance(obj, (ctypes.Structure, ctypes.Array, ctypes._SimpleCData)):
+            lo = ctypes.addressof(obj)
+            regions.append((lo, lo + ctypes.sizeof(obj), lo, 3))
+    flat = (ctypes.c_uint64 * max(4 * len(regions), 4))(*(v for r in regions for v in r))
+    keep.append(flat)
+    d.profile = 1
+    d.prof_cap = PROFILE_LOG_CAP
+    d.nregion = len(regions)
+    d.region = ctypes.cast(flat, ctypes.c_void_p)
+
+
 RECORD_CAP = 64  # records kept per sanitizer tool (all are counted)
 
 
 def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tuple, shared_mem: int,
-           max_dynamic_smem: int) -> None:
-    """Run kernel ``info`` of ``module`` over ``grid`` x ``block`` on the CPU (synchronously)."""
+           max_dynamic_smem: int, buffers: tuple = ()) -> dict[str, int] | None:
+    """Run kernel ``info`` of ``module`` over ``grid`` x ``block`` on the CPU (synchronously).
+
+    A profile module's launch returns its counters ({profile metric key: count}, see ``PROFILE_COUNTERS``);
+    ``buffers`` are arrays it reaches other than through pointer parameters (inside struct arguments), counted as
+    global memory too.
+    """
     g = _dims(grid, "grid", info.name)
     b = _dims(block, "block", info.name)
     shared_mem = int(shared_mem)
     _check_config(info, module, g, b, shared_mem, max_dynamic_smem)
     arr, keep, bufs = convert_args(info, args)
-    d = _describe_launch(module, info, g, b, shared_mem, arr, bufs, keep)
+    d = _describe_launch(module, info, g, b, shared_mem, arr, bufs, keep, tuple(buffers))
     rc = runtime().wb_launch2(ctypes.byref(d))
     _raise_for(rc, d, module, info, g, b, keep)
     del keep
+    if not module.profile:
+        return None
+    counts = {k: int(d.prof[i]) for i, k in enumerate(PROFILE_COUNTERS) if k}
+    counts["wb__threads.sum"] = g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+    counts["wb__global_load_bytes.sum"] = 32 * counts["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+    counts["wb__global_store_bytes.sum"] = 32 * counts["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
+    return counts
 
 
 def _raise_for(rc: int, d: _Desc, module: CpuModule, info: KernelInfo, g: tuple, b: tuple, keep: list) -> None:

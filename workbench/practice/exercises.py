@@ -4,6 +4,10 @@ Each exercise lives beside its op's kernels (``kernels/<op>/exercises.py`` regis
 file. The starter the learner completes is generated from the solution's learner regions
 (:mod:`workbench.practice.starters`), so the two cannot drift apart. Both define one function with the op's signature
 (``entry``), so the checker can call either.
+
+An exercise whose point is speed carries ``budgets`` (``{metric: "<= 4  # why"}``, see :mod:`workbench.budgets`)
+and the ``budget_shape`` they are measured at: its starter may be correct but slow, and ``check`` then answers
+"Correct, but 32 sectors per store request where 4 are possible: ..." instead of a pass.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench import budgets as _budgets
+from workbench.budgets import Budget
 from workbench.checker import DIAGNOSES, CaseResult, CheckReport, check
 from workbench.practice import starters
 from workbench.registry import get_op
@@ -68,8 +74,22 @@ class Exercise:
     def _repr_markdown_(self) -> str:
         return (f"### Exercise `{self.id}`: {self.title}\n\n{self.statement}\n\n"
                 f"Your function: `{self.entry}{self._signature()}` (called like `{get_op(self.op).signature}`).\n\n"
-                f"Starter code:\n\n```python\n{self.starter}```\n\n"
+                f"{self._budgets_markdown()}Starter code:\n\n```python\n{self.starter}```\n\n"
                 f"Then: `ex.check({self.entry})`; stuck: `ex.hint()`; done: `ex.solution()`.")
+
+    @property
+    def budgets(self) -> list[Budget]:
+        """Return the performance budgets a correct solution must also meet (empty: correctness only)."""
+        return _budgets.parse(self.check_kw.get("budgets") or {}, f"exercise {self.id}")
+
+    def _budgets_markdown(self) -> str:
+        if not self.budgets:
+            return ""
+        shape = self.check_kw.get("budget_shape") or _budgets.default_shape(self.op)
+        at = ", ".join(f"{k}={v}" for k, v in shape.items())
+        items = "".join(f"- {b}" + (f" ({b.why})" if b.why else "") + "\n" for b in self.budgets)
+        return (f"Performance budgets (counted by `wb.profile` at {at}; a correct but slower kernel does not "
+                f"pass):\n\n{items}\n")
 
     def __repr__(self) -> str:
         return f"<Exercise {self.id}: {self.title} (op {self.op}; {len(self.hints)} hints)>"
@@ -90,10 +110,23 @@ class Exercise:
     def feedback(self, report: CheckReport) -> str:
         """Turn a check report into graded advice: the diagnosis, the failure it comes from, the runs by shape."""
         n, bad = len(report.cases), len(report.failures)
+        runs = (f"all {n} runs match the float64 reference (sizes "
+                f"{sorted({tuple(c.shape.values()) for c in report.cases})}, dtypes "
+                f"{sorted({c.dtype for c in report.cases})})")
         if report.ok:
-            return (f"Correct: all {n} runs match the float64 reference "
-                    f"(sizes {sorted({tuple(c.shape.values()) for c in report.cases})}, "
-                    f"dtypes {sorted({c.dtype for c in report.cases})}). Compare with ex.solution().")
+            within = ""
+            if report.budgets is not None:
+                met = [str(r.budget) for r in report.budgets.results if r.measured]
+                within = (f", within budget ({'; '.join(met)}; wb.profile at {report.budgets.where})" if met else "")
+                within += "".join(f"\n  {ln}" for ln in report.budgets.lines() if not ln.startswith("met: "))
+            return f"Correct: {runs}{within}. Compare with ex.solution()."
+        if report.correct:  # over budget: correct but slow
+            missed = report.budgets.missed
+            more = "".join(f"\n  Also: {r.message}" for r in missed[1:])
+            return (f"Correct, but {missed[0].message}{more}\n  {runs[0].upper() + runs[1:]}; the budgets are "
+                    f"counted by wb.profile at {report.budgets.where}: see every counter with "
+                    f"wb.profile({self.entry}, *wb.make_inputs({self.op!r}, {_kwargs(report.budgets.shape)}))"
+                    ".report().\nStuck? ex.hint()")
         first = report.telling_failure
         d = report.diagnosis
         wrong_all = all(c.n_mismatch == c.n_elements for c in report.failures)
@@ -116,6 +149,10 @@ class Exercise:
         lines.append("  Runs by shape:\n" + "\n".join(f"    {row}" for row in _by_shape(report)))
         lines.append("Stuck? ex.hint()")
         return "\n".join(lines)
+
+
+def _kwargs(shape: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in shape.items())
 
 
 def _where(c: CaseResult) -> str:
@@ -183,6 +220,7 @@ def register_exercise(id: str, *, title: str, op: str, statement: str, solution:
     base = Path(here).parent
     ex = Exercise(id=id, title=title, op=op, statement=statement.strip(), solution_file=base / solution,
                   entry=entry, hints=list(hints), check_kw=check_kw)
+    ex.budgets  # noqa: B018  (a misspelt metric or a malformed limit fails when the exercise is registered)
     _EXERCISES[id] = ex
     return ex
 

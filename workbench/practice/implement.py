@@ -6,9 +6,9 @@ counting the kernel launches of the drill's backend: a function that passes but 
 CUDA C drill (``torch.add`` in a vecadd drill) fails with that reason. The model answer is a registered variant of
 the op: the ladder is the answer key.
 
-A drill can carry performance budgets (``budgets``: counter name -> limit), for drills about speed. They need the
-emulator's counters, which the checker does not report yet; a drill that sets one is refused when it is loaded,
-so that no budget is ever silently skipped (see ``BUDGETS_SUPPORTED``).
+A drill about speed carries performance budgets (``budgets``: ``{metric: "<= 4  # why"}``, see
+:mod:`workbench.budgets`) measured by ``wb.profile`` at ``budget_shape`` once every run is correct: a correct answer
+that misses one does not pass, and is told "Correct, but 32 sectors per store request where 4 are possible: ...".
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from workbench.practice.base import Drill, Grade
 
 BACKENDS = ("cuda", "triton")
 BACKEND_NAMES = {"cuda": "CUDA C (through wb.cuda.RawKernel / RawModule)", "triton": "Triton (@triton.jit)"}
-BUDGETS_SUPPORTED: tuple[str, ...] = ()  # counter names a budget may use; none until the checker reports counters
 _TMP: list[Path] = []
 
 
@@ -120,7 +119,8 @@ class ImplementDrill(Drill):
     task: str = ""  # markdown: what to write, and what the drill is about
     dtypes: tuple[str, ...] = ()  # () = the checker's default for a function: float32, else the op's first dtype
     shapes: tuple[dict, ...] | None = None  # default: the op's ragged check shapes
-    budgets: dict[str, float] = field(default_factory=dict)
+    budgets: dict[str, str] = field(default_factory=dict)  # metric -> "<= 4  # why" (workbench.budgets)
+    budget_shape: dict | None = None  # where the budgets are measured (default: the op's cpu bench shape)
 
     @property
     def entry(self) -> str:
@@ -146,7 +146,7 @@ class ImplementDrill(Drill):
     def statement(self) -> str:
         return (f"{self.task}\n\nStart from this blank page (copy it into a cell):\n\n```python\n{self.blank()}```\n\n"
                 f"The check is the full checker: `wb.check` at the op's ragged shapes, dtypes {self.checked_dtypes()}, "
-                "fresh random inputs and poisoned outputs.")
+                f"fresh random inputs and poisoned outputs.{self._budget_text()}")
 
     def answer_format(self) -> str:
         return (f"your function: `d.submit({self.entry})` (or the source of a cell that defines `{self.entry}`, as a "
@@ -166,7 +166,24 @@ class ImplementDrill(Drill):
         kw: dict[str, Any] = {"dtypes": self.checked_dtypes()}
         if self.shapes is not None:
             kw["shapes"] = [dict(s) for s in self.shapes]
+        if self.budgets:
+            kw["budgets"] = dict(self.budgets)
+            if self.budget_shape is not None:
+                kw["budget_shape"] = dict(self.budget_shape)
         return kw
+
+    def _budget_text(self) -> str:
+        """Return the statement's paragraph on the drill's performance budgets ('' without any)."""
+        from workbench import budgets as _budgets
+
+        limits = _budgets.parse(self.budgets, f"drill {self.id}")
+        if not limits:
+            return ""
+        shape = self.budget_shape or _budgets.default_shape(self.op)
+        at = ", ".join(f"{k}={v}" for k, v in shape.items())
+        items = "".join(f"- {b}" + (f" ({b.why})" if b.why else "") + "\n" for b in limits)
+        return (f"\n\nPerformance budgets, counted by `wb.profile` at {at} once every run is correct (a correct but "
+                f"slower kernel does not pass):\n\n{items}")
 
     def _grade(self, answer: Any) -> Grade:
         from workbench.checker import DIAGNOSES, check
@@ -179,8 +196,6 @@ class ImplementDrill(Drill):
         else:
             raise TypeError(f"drill {self.id}: submit your function {self.entry} (or its source as a string), got "
                             f"{type(answer).__name__}")
-        if self.budgets:
-            raise NotImplementedError(f"drill {self.id}: performance budgets need the emulator's counters")
         name = getattr(fn, "__name__", "fn")
         try:
             with count_launches(self.backend) as launches:
@@ -189,11 +204,22 @@ class ImplementDrill(Drill):
             return Grade(False, f"Not yet: {e}", f"{name}: {type(e).__name__}")
         n, bad = len(report.cases), len(report.failures)
         summary = f"{name}: {n - bad}/{n} runs pass, {launches[0]} {self.backend} launches"
-        if report.ok and launches[0] == 0:
+        if report.correct and launches[0] == 0:
             return Grade(False, f"Your function passes the checker, but it launched no {BACKEND_NAMES[self.backend]} "
                                 "kernel: this drill is about writing one.", summary, {"report": report})
+        if report.correct and not report.ok:
+            missed = report.budgets.missed
+            also = "".join(f"\n\nAlso: {r.message}" for r in missed[1:])
+            return Grade(False, f"Correct, but {missed[0].message}{also}\n\n(All {n} runs match the float64 "
+                                f"reference; the budgets are counted by `wb.profile` at {report.budgets.where}.) "
+                                "Stuck? `d.hint()`.", summary + ", over budget", {"report": report})
         if report.ok:
-            return Grade(True, f"Correct: all {n} runs match the float64 reference (sizes "
+            within = ""
+            if report.budgets is not None:
+                met = [str(r.budget) for r in report.budgets.results if r.measured]
+                within = f" and within budget ({'; '.join(met)})" if met else ""
+                within += "".join(f" ({ln})" for ln in report.budgets.lines() if not ln.startswith("met: "))
+            return Grade(True, f"Correct{within}: all {n} runs match the float64 reference (sizes "
                                f"{sorted({tuple(c.shape.values()) for c in report.cases})}, dtypes "
                                f"{sorted({c.dtype for c in report.cases})}), with {launches[0]} "
                                f"{self.backend} kernel launches. Compare with the model answer: d.reveal().",

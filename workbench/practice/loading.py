@@ -28,7 +28,7 @@ COMMON = {"id": str, "kind": str, "level": str, "topic": str, "title": str}
 OPTIONAL_COMMON = {"hints": list, "op": str}
 KIND_KEYS: dict[str, tuple[dict[str, type], dict[str, type]]] = {  # kind: (required, optional)
     "implement": ({"backend": str, "model": str, "task": str},
-                  {"dtypes": list, "shapes": list, "budgets": dict}),
+                  {"dtypes": list, "shapes": list, "budgets": dict, "budget_shape": dict}),
     "spot_the_bug": ({"variant": str, "show": list, "fix": list, "context": str, "why": str},
                      {"rename": dict, "resolve": dict, "edits": list, "check_shapes": list, "witness": dict,
                       "correct": dict}),
@@ -103,19 +103,24 @@ def _pairs(where: str, key: str, items: list) -> tuple[tuple[str, str, str], ...
 
 
 def _implement(where: str, raw: dict, common: dict) -> Drill:
-    from workbench.practice.implement import BACKENDS, BUDGETS_SUPPORTED, ImplementDrill
+    from workbench.budgets import BudgetError, parse
+    from workbench.practice.implement import BACKENDS, ImplementDrill
 
     if raw["backend"] not in BACKENDS:
         raise DrillDataError(f"{where}: backend {raw['backend']!r} is not one of {list(BACKENDS)}")
     budgets = raw.get("budgets", {})
-    unknown = [k for k in budgets if k not in BUDGETS_SUPPORTED]
-    if unknown:
-        raise DrillDataError(f"{where}: performance budgets {unknown} need counters the checker does not report yet "
-                             f"(supported: {list(BUDGETS_SUPPORTED)}); leave 'budgets' out for now")
+    try:
+        parse(budgets, where)  # a misspelt metric or a limit that is not '<op> <number>' fails here, when loaded
+    except BudgetError as e:
+        raise DrillDataError(str(e)) from None
+    budget_shape = raw.get("budget_shape")
+    if budget_shape is not None and not budgets:
+        raise DrillDataError(f"{where}: 'budget_shape' says where budgets are measured, but the drill has no 'budgets'")
     shapes = raw.get("shapes")
     return ImplementDrill(**common, backend=raw["backend"], model=raw["model"], task=raw["task"].strip(),
                           dtypes=_strings(where, "dtypes", raw.get("dtypes", [])),
-                          shapes=None if shapes is None else tuple(shapes), budgets=dict(budgets))
+                          shapes=None if shapes is None else tuple(shapes), budgets=dict(budgets),
+                          budget_shape=None if budget_shape is None else dict(budget_shape))
 
 
 def _spot(where: str, raw: dict, common: dict) -> Drill:

@@ -5,7 +5,7 @@
 
 static __forceinline__ void __pipeline_memcpy_async(void* dst, const void* src, size_t size_and_align,
                                                     size_t zfill = 0) {
-#ifdef WB_CHECKED  // the C library's memcpy is not instrumented: tell the sanitizer about both sides
+#if defined(WB_CHECKED) || defined(WB_PROFILE)  // the C library's memcpy is not instrumented: log both sides
   wb::san_copy(dst, src, size_and_align - zfill);
   if (zfill) wb::san_zero((char*)dst + (size_and_align - zfill), zfill);
 #else

@@ -7,18 +7,28 @@
 #include <cstddef>
 #include <cstdint>
 
-#define WB_ABI_VERSION 4
+#define WB_ABI_VERSION 5
 #define WB_STACK_SIZE (256u * 1024u)
 
 struct wb_uint3 {
   unsigned int x, y, z;
 };
 
+// Profile builds: one logged memory access of a fiber (see wb_sanitize.h and the runtime's profile mode).
+struct wb_prof_entry {
+  uint64_t addr;
+  uint32_t pc;          // low 32 bits of the access's address in the code (its "site")
+  uint32_t size_flags;  // bytes (low 28 bits) | WB_SAN_* flags << 28
+};
+#define WB_PROF_SIZE_MASK 0x0FFFFFFFu
+
 struct wb_thread {
   wb_uint3 threadIdx, blockIdx, blockDim, gridDim;
   unsigned lane, warp;
   void* dyn_smem;
   void* runtime;  // the runtime's private fiber record
+  wb_prof_entry* prof_cur;  // profile builds: the fiber's access log (next free entry, end of its buffer)
+  wb_prof_entry* prof_end;
 };
 
 // Flags of wb_san_access (checked builds: every memory access of device code that is not to the fiber's own
@@ -38,6 +48,8 @@ void wb_syncwarp(unsigned mask);
 __attribute__((noreturn)) void wb_trap(const char* what, const char* file, int line);
 // checked builds: one memory access of device code (flags WB_SAN_*); `pc` is its address in the kernel module.
 void wb_san_access(const void* addr, uint64_t size, unsigned flags, const void* pc);
+// profile builds: the running fiber's log is full; returns where the next entry goes (the log grown).
+wb_prof_entry* wb_prof_grow(void);
 }
 
 // The record's offset from the top of the stack is staggered by stack ("colour"), so that the records and the

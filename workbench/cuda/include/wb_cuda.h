@@ -360,6 +360,13 @@ static __forceinline__ bool __isShared(const void*) { return false; }
 static __forceinline__ bool __isGlobal(const void*) { return true; }
 
 // ------------------------------------------------------------------ atomics (relaxed, like CUDA's)
+// Profile builds count each atomicXxx() call once, as one atomic access (wb_sanitize.h).
+#ifdef WB_PROFILE
+extern "C" __attribute__((visibility("hidden"))) void wb_prof_atomic(const void* a, unsigned n);
+#define WB_PROF_ATOMIC(p) wb_prof_atomic((const void*)(p), (unsigned)sizeof(*(p)))
+#else
+#define WB_PROF_ATOMIC(p) ((void)0)
+#endif
 namespace wb {
 template <class T, class F>
 __forceinline__ T atomic_cas_loop(T* p, F f) {
@@ -380,19 +387,22 @@ __forceinline__ T atomic_cas_loop(T* p, F f) {
 }  // namespace wb
 
 #define WB_ATOMIC_INT(T)                                                                                      \
-  static __forceinline__ T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }         \
-  static __forceinline__ T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }         \
-  static __forceinline__ T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }       \
-  static __forceinline__ T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }         \
-  static __forceinline__ T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }           \
-  static __forceinline__ T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }         \
+  static __forceinline__ T atomicAdd(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }         \
+  static __forceinline__ T atomicSub(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }         \
+  static __forceinline__ T atomicExch(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }       \
+  static __forceinline__ T atomicAnd(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }         \
+  static __forceinline__ T atomicOr(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }           \
+  static __forceinline__ T atomicXor(T* p, T v) { WB_PROF_ATOMIC(p); return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }         \
   static __forceinline__ T atomicMax(T* p, T v) {                                                              \
+    WB_PROF_ATOMIC(p);                                                                                         \
     return wb::atomic_cas_loop(p, [v](T o) { return o < v ? v : o; });                                         \
   }                                                                                                            \
   static __forceinline__ T atomicMin(T* p, T v) {                                                              \
+    WB_PROF_ATOMIC(p);                                                                                         \
     return wb::atomic_cas_loop(p, [v](T o) { return v < o ? v : o; });                                         \
   }                                                                                                            \
   static __forceinline__ T atomicCAS(T* p, T cmp, T v) {                                                       \
+    WB_PROF_ATOMIC(p);                                                                                         \
     __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                        \
     return cmp;                                                                                                \
   }
@@ -401,25 +411,30 @@ WB_ATOMIC_INT(unsigned int)
 WB_ATOMIC_INT(long long)
 WB_ATOMIC_INT(unsigned long long)
 static __forceinline__ unsigned short atomicCAS(unsigned short* p, unsigned short cmp, unsigned short v) {
+  WB_PROF_ATOMIC(p);
   __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return cmp;
 }
 static __forceinline__ unsigned atomicInc(unsigned* p, unsigned lim) {
+  WB_PROF_ATOMIC(p);
   return wb::atomic_cas_loop(p, [lim](unsigned o) { return o >= lim ? 0u : o + 1; });
 }
 static __forceinline__ unsigned atomicDec(unsigned* p, unsigned lim) {
+  WB_PROF_ATOMIC(p);
   return wb::atomic_cas_loop(p, [lim](unsigned o) { return (o == 0 || o > lim) ? lim : o - 1; });
 }
 #define WB_ATOMIC_FLOAT(T)                                                                                    \
-  static __forceinline__ T atomicAdd(T* p, T v) { return wb::atomic_cas_loop(p, [v](T o) { return o + v; }); } \
-  static __forceinline__ T atomicSub(T* p, T v) { return wb::atomic_cas_loop(p, [v](T o) { return o - v; }); } \
+  static __forceinline__ T atomicAdd(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T o) { return o + v; }); } \
+  static __forceinline__ T atomicSub(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T o) { return o - v; }); } \
   static __forceinline__ T atomicMax(T* p, T v) {                                                              \
+    WB_PROF_ATOMIC(p);                                                                                         \
     return wb::atomic_cas_loop(p, [v](T o) { return o < v ? v : o; });                                         \
   }                                                                                                            \
   static __forceinline__ T atomicMin(T* p, T v) {                                                              \
+    WB_PROF_ATOMIC(p);                                                                                         \
     return wb::atomic_cas_loop(p, [v](T o) { return v < o ? v : o; });                                         \
   }                                                                                                            \
-  static __forceinline__ T atomicExch(T* p, T v) { return wb::atomic_cas_loop(p, [v](T) { return v; }); }
+  static __forceinline__ T atomicExch(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T) { return v; }); }
 WB_ATOMIC_FLOAT(float)
 WB_ATOMIC_FLOAT(double)
 #define WB_ATOMIC_SCOPES(NAME)                                                           \
@@ -545,6 +560,6 @@ WB_NO_SAN const char* sig_of() {
 #define WB_KERNEL(NAME_STR, ...) \
   {NAME_STR, &wb::sig_of<&__VA_ARGS__>, &wb::invoke<&__VA_ARGS__>, reinterpret_cast<void*>(&__VA_ARGS__)},
 
-#ifdef WB_CHECKED
+#if defined(WB_CHECKED) || defined(WB_PROFILE)
 #include "wb_sanitize.h"
 #endif

@@ -211,9 +211,9 @@ static __forceinline__ __nv_bfloat16 __half2bfloat16(__half h) { return __float2
   static __forceinline__ T hceil(T a) { return FROMF(ceilf(TOF(a))); }                                           \
   static __forceinline__ T htrunc(T a) { return FROMF(truncf(TOF(a))); }                                         \
   static __forceinline__ T hrint(T a) { return FROMF(nearbyintf(TOF(a))); }                                      \
-  static __forceinline__ T atomicAdd(T* p, T v) { return wb::atomic_cas_loop(p, [v](T o) { return o + v; }); }   \
-  static __forceinline__ T atomicMax(T* p, T v) { return wb::atomic_cas_loop(p, [v](T o) { return __hmax(o, v); }); } \
-  static __forceinline__ T atomicMin(T* p, T v) { return wb::atomic_cas_loop(p, [v](T o) { return __hmin(o, v); }); } \
+  static __forceinline__ T atomicAdd(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T o) { return o + v; }); }   \
+  static __forceinline__ T atomicMax(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T o) { return __hmax(o, v); }); } \
+  static __forceinline__ T atomicMin(T* p, T v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T o) { return __hmin(o, v); }); } \
   /* pairs */                                                                                                    \
   static __forceinline__ T2 operator+(const T2& a, const T2& b) { return T2(a.x + b.x, a.y + b.y); }            \
   static __forceinline__ T2 operator-(const T2& a, const T2& b) { return T2(a.x - b.x, a.y - b.y); }            \
@@ -243,7 +243,7 @@ static __forceinline__ __nv_bfloat16 __half2bfloat16(__half h) { return __float2
   static __forceinline__ float __high2float(T2 a) { return TOF(a.y); }                                           \
   static __forceinline__ float2 __wb_2float2(T2 a) { return make_float2(TOF(a.x), TOF(a.y)); }                   \
   static __forceinline__ T2 __lowhigh2highlow(T2 a) { return T2(a.y, a.x); }                                     \
-  static __forceinline__ T2 atomicAdd(T2* p, T2 v) { return wb::atomic_cas_loop(p, [v](T2 o) { return o + v; }); }
+  static __forceinline__ T2 atomicAdd(T2* p, T2 v) { WB_PROF_ATOMIC(p); return wb::atomic_cas_loop(p, [v](T2 o) { return o + v; }); }
 
 WB_HALF_OPS(__half, __half2, __half2float, __float2half)
 WB_HALF_OPS(__nv_bfloat16, __nv_bfloat162, __bfloat162float, __float2bfloat16)

@@ -23,6 +23,14 @@
 //   for global memory, accesses from different blocks are never ordered. Shadow memory keeps, per byte, the
 //   last write and the last two reads by different threads, so the verdict does not depend on the order the
 //   fibers happened to run in.
+// * Profile launches (wb.profile) run a module built with the same instrumentation, whose hooks append every
+//   access to the fiber's log (wb_sanitize.h). At each __syncthreads, each warp collective that all live lanes of
+//   a warp take part in, and at the end of the block, the logs of each warp are grouped into warp-level requests:
+//   the k-th execution of an access site by each lane of the warp is one request (lanes that never execute it are
+//   inactive there), so the counts do not depend on the order the fibers ran in. Each request is counted as the
+//   hardware's L1 would see it: global memory in 32-byte sectors (of the buffer, aligned as cudaMalloc aligns),
+//   shared memory in wavefronts of the 32-bank, 4-byte-wide model (8-byte accesses per half-warp, 16-byte accesses
+//   per quarter-warp). See prof_request.
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -98,6 +106,22 @@ struct wb_launch_desc {
   long totals[3];
   double elapsed, estimate;
   long blocks_done;
+  // profile launches
+  int profile;
+  int nregion;               // memory the kernel reaches: (lo, hi, base, kind) each; kind 1: a global buffer
+  const uint64_t* region;    //   (sectors counted from base, its allocation start), 3: the kernel's parameters
+  uint64_t prof_cap;         // most log entries one worker may hold between two flushes
+  uint64_t prof[32];         // out: the P_* counters
+};
+
+// Profile counters (workbench/cuda/_cpu.py names them).
+enum {
+  P_G_LD_REQ, P_G_LD_SEC, P_G_LD_BYTES, P_G_LD_LANES, P_G_LD_IDEAL,
+  P_G_ST_REQ, P_G_ST_SEC, P_G_ST_BYTES, P_G_ST_LANES, P_G_ST_IDEAL,
+  P_S_LD_REQ, P_S_LD_WAVE, P_S_LD_CONF, P_S_LD_BYTES, P_S_LD_LANES,
+  P_S_ST_REQ, P_S_ST_WAVE, P_S_ST_CONF, P_S_ST_BYTES, P_S_ST_LANES,
+  P_G_ATOM_REQ, P_G_ATOM_LANES, P_S_ATOM_REQ, P_S_ATOM_LANES,
+  P_BARRIERS, P_WARP_COLL, P_OTHER, P_N
 };
 
 enum { RC_OK = 0, RC_ERROR = 1, RC_SANITIZER = 2, RC_INTERRUPTED = 3, RC_TIMEOUT = 4, RC_TOO_LARGE = 5 };
@@ -165,6 +189,24 @@ struct San {
   std::unordered_map<uint64_t, int> seen;  // racecheck/initcheck: (tool, kind, pcs, space) -> record index
 };
 
+struct ProfRegion {
+  uintptr_t lo, hi, base;  // [lo, hi) holds the buffer; sectors are counted from `base` (its allocation start)
+  int kind;                // 1 global memory, 3 the kernel's parameters (not counted)
+};
+
+struct PLog {  // profile: one fiber's access log (kept by the worker across blocks of a launch)
+  wb_prof_entry* buf = nullptr;
+  size_t cap = 0;
+  void* mem = nullptr;  // buf is staggered in it by the fiber's index, so that the entries of the 32 lanes a flush
+                        // reads side by side do not all fall into the same L1 cache set
+};
+
+struct ProfGroup {  // profile: the entries of one warp-level request (general path)
+  const wb_prof_entry* e[32];
+  unsigned char lane[32];
+  int n;
+};
+
 struct Launch {
   const wb_launch_desc* d;
   void (*invoke)(void**);
@@ -191,6 +233,9 @@ struct Launch {
   long totals[3] = {0, 0, 0};
   int cap = 64;
   San* san = nullptr;
+  bool prof = false;
+  uint64_t prof_tot[P_N] = {};
+  std::vector<struct ProfRegion> regions;  // profile: the pointer arguments' buffers, sorted, disjoint
 };
 
 struct Worker {
@@ -217,9 +262,24 @@ struct Worker {
   int bar_op = 0;
   Warp warps[32];
   bool aborted = false;
+  // profile launches
+  std::vector<PLog> plog;
+  size_t plog_total = 0;
+  uint64_t pcnt[P_N] = {};
+  size_t last_region = 0;
+  std::vector<uint64_t> scratch;
+  std::vector<ProfGroup> groups;
+  std::unordered_map<uint64_t, uint32_t> group_of;
+  std::unordered_map<uint32_t, uint32_t> occ;
+  void free_plogs() {
+    for (PLog& p : plog) free(p.mem);
+    plog.clear();
+    plog_total = 0;
+  }
   ~Worker() {
     if (map_base) munmap(map_base, map_bytes);
     if (smem_map) munmap(smem_map, smem_map_bytes);
+    free_plogs();
   }
 };
 
@@ -397,7 +457,347 @@ inline void check_abort(Fiber* f) {
   if (__builtin_expect(f->w->L->abort.load(std::memory_order_relaxed) != 0, 0)) abandon(f);
 }
 
+// ---------------------------------------------------------------- profile mode: counting warp-level requests
+// Which memory `a` is: 2 shared (offset from its window), 1 global (offset from the buffer's allocation start), 3
+// the kernel's parameters or a warp collective's exchange buffer (not memory traffic on a GPU), 0 anything else (__device__ variables, buffers reached
+// through pointers inside struct arguments: counted as P_OTHER, reported as not counted).
+struct ProfWhere {
+  uintptr_t st_lo, st_bytes, dy_lo, dy_bytes;
+};
+
+inline int prof_classify(Worker* w, const ProfWhere& P, uintptr_t a, uint64_t* off) {
+  if (a - P.st_lo < P.st_bytes) {
+    *off = a - P.st_lo;
+    return 2;
+  }
+  if (a - P.dy_lo < P.dy_bytes) {
+    *off = a - P.dy_lo;
+    return 2;
+  }
+  if (a - (uintptr_t)w->warps < sizeof w->warps) return 3;  // a warp collective reading the lanes' values
+  const std::vector<ProfRegion>& R = w->L->regions;
+  size_t n = R.size();
+  if (n == 0) return 0;
+  size_t i = w->last_region < n ? w->last_region : 0;
+  for (size_t k = 0; k < n; ++k, i = (i + 1 == n ? 0 : i + 1)) {
+    if (a >= R[i].lo && a < R[i].hi) {
+      w->last_region = i;
+      *off = a - R[i].base;
+      return R[i].kind;
+    }
+  }
+  return 0;
+}
+
+// Number of distinct values of v[0..n) (sorted in place).
+inline size_t prof_distinct(uint64_t* v, size_t n) {
+  bool sorted = true;
+  for (size_t i = 1; i < n && sorted; ++i) sorted = v[i - 1] <= v[i];
+  if (!sorted) std::sort(v, v + n);
+  size_t d = n ? 1 : 0;
+  for (size_t i = 1; i < n; ++i) d += v[i] != v[i - 1];
+  return d;
+}
+
+// One global request: the 32-byte sectors its active lanes touch (each once), the bytes they ask for, and the
+// sectors consecutive addresses would need (its "ideal", never above the real count).
+void prof_global(Worker* w, const uint64_t* off, const uint32_t* size, int n, unsigned flags) {
+  uint64_t* c = w->pcnt;
+  if (flags & WB_SAN_ATOMIC) {
+    c[P_G_ATOM_REQ]++;
+    c[P_G_ATOM_LANES] += (uint64_t)n;
+    return;
+  }
+  // Usually the lanes' addresses ascend: count the sectors in one pass; otherwise sort them.
+  uint64_t bytes = 0, nsec = 0, last = ~(uint64_t)0;
+  bool ascending = true;
+  for (int i = 0; i < n && ascending; ++i) {
+    uint64_t s0 = off[i] >> 5, s1 = (off[i] + (size[i] ? size[i] : 1) - 1) >> 5;
+    if (last != ~(uint64_t)0 && s0 < last) {
+      ascending = false;
+      break;
+    }
+    nsec += (s1 - s0 + 1) - (s0 == last ? 1 : 0);
+    last = s1;
+    bytes += size[i];
+  }
+  if (!ascending) {
+    std::vector<uint64_t>& sec = w->scratch;
+    sec.clear();
+    bytes = 0;
+    for (int i = 0; i < n; ++i) {
+      uint64_t s0 = off[i] >> 5, s1 = (off[i] + (size[i] ? size[i] : 1) - 1) >> 5;
+      for (uint64_t s = s0; s <= s1; ++s) sec.push_back(s);
+      bytes += size[i];
+    }
+    nsec = prof_distinct(sec.data(), sec.size());
+  }
+  uint64_t ideal = std::min<uint64_t>(nsec, (bytes + 31) / 32);
+  int base = (flags & WB_SAN_WRITE) ? P_G_ST_REQ : P_G_LD_REQ;
+  c[base + 0]++;
+  c[base + 1] += nsec;
+  c[base + 2] += bytes;
+  c[base + 3] += (uint64_t)n;
+  c[base + 4] += ideal;
+}
+
+// One shared-memory request. 32 banks, 4 bytes wide: a pass (wavefront) serves one 4-byte word per bank, any number
+// of lanes reading or writing that word (a broadcast). The lanes are processed in phases as the hardware does:
+// accesses of up to 4 bytes by the whole warp at once, 8-byte accesses per half-warp, 16-byte (and wider) accesses
+// per quarter-warp. A phase with active lanes needs as many wavefronts as the most distinct words any one bank
+// holds; bank conflicts are the wavefronts beyond one per active phase.
+void prof_shared(Worker* w, const uint64_t* off, const uint32_t* size, const unsigned char* lane, int n,
+                 unsigned flags) {
+  uint64_t* c = w->pcnt;
+  if (flags & WB_SAN_ATOMIC) {
+    c[P_S_ATOM_REQ]++;
+    c[P_S_ATOM_LANES] += (uint64_t)n;
+    return;
+  }
+  uint32_t width = 0;
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    width = std::max(width, size[i]);
+    bytes += size[i];
+  }
+  const int shift = width <= 4 ? 5 : (width <= 8 ? 4 : 3);  // lanes per phase: 32, 16 or 8
+  uint64_t wave = 0, phases = 0;
+  for (int p = 0; p < (32 >> shift); ++p) {
+    // Usually each bank holds one word (or none): one wavefront, found without sorting.
+    uint64_t first[32];
+    uint32_t seen = 0;
+    bool active = false, one = true;
+    for (int i = 0; i < n && one; ++i) {
+      if ((lane[i] >> shift) != p) continue;
+      active = true;
+      uint64_t w0 = off[i] >> 2, w1 = (off[i] + (size[i] ? size[i] : 1) - 1) >> 2;
+      for (uint64_t x = w0; x <= w1; ++x) {
+        uint32_t b = (uint32_t)(x & 31);
+        if (!(seen >> b & 1u)) {
+          seen |= 1u << b;
+          first[b] = x;
+        } else if (first[b] != x) {
+          one = false;
+          break;
+        }
+      }
+    }
+    if (one) {
+      if (active) wave++, phases++;
+      continue;
+    }
+    std::vector<uint64_t>& words = w->scratch;
+    words.clear();
+    for (int i = 0; i < n; ++i) {
+      if ((lane[i] >> shift) != p) continue;
+      uint64_t w0 = off[i] >> 2, w1 = (off[i] + (size[i] ? size[i] : 1) - 1) >> 2;
+      for (uint64_t x = w0; x <= w1; ++x) words.push_back(x);
+    }
+    prof_distinct(words.data(), words.size());
+    int per_bank[32] = {0};
+    int most = 0;
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (i && words[i] == words[i - 1]) continue;
+      most = std::max(most, ++per_bank[words[i] & 31]);
+    }
+    wave += (uint64_t)most;
+    phases++;
+  }
+  int base = (flags & WB_SAN_WRITE) ? P_S_ST_REQ : P_S_LD_REQ;
+  c[base + 0]++;
+  c[base + 1] += wave;
+  c[base + 2] += wave - phases;
+  c[base + 3] += bytes;
+  c[base + 4] += (uint64_t)n;
+}
+
+// The common request, counted without copying: every lane makes the same access (size, read/write) of at most 4
+// bytes within one word, in one shared window or one global buffer. Returns false for anything else.
+bool prof_uniform(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, int n) {
+  const uint32_t sf = e[0]->size_flags;
+  const uint32_t size = sf & WB_PROF_SIZE_MASK;
+  const unsigned flags = sf >> 28;
+  if (size == 0 || size > 4 || (flags & WB_SAN_ATOMIC)) return false;
+  const uintptr_t a0 = (uintptr_t)e[0]->addr;
+  uint64_t* c = w->pcnt;
+  uintptr_t lo, len;
+  bool shared = true;
+  if (a0 - P.st_lo < P.st_bytes) {
+    lo = P.st_lo, len = P.st_bytes;
+  } else if (a0 - P.dy_lo < P.dy_bytes) {
+    lo = P.dy_lo, len = P.dy_bytes;
+  } else {
+    uint64_t off0;
+    if (prof_classify(w, P, a0, &off0) != 1) return false;
+    const ProfRegion& R = w->L->regions[w->last_region];
+    lo = R.lo, len = R.hi - R.lo;
+    shared = false;
+  }
+  if (shared) {
+    uint64_t first[32];
+    uint32_t seen = 0;
+    for (int i = 0; i < n; ++i) {
+      uintptr_t off = (uintptr_t)e[i]->addr - lo;
+      if (e[i]->size_flags != sf || off >= len || (off & 3) + size > 4) return false;
+      uint64_t x = off >> 2;
+      uint32_t b = (uint32_t)(x & 31);
+      if (!(seen >> b & 1u)) {
+        seen |= 1u << b;
+        first[b] = x;
+      } else if (first[b] != x) {
+        return false;  // a bank conflict: the general count
+      }
+    }
+    int base = (flags & WB_SAN_WRITE) ? P_S_ST_REQ : P_S_LD_REQ;
+    c[base + 0]++;
+    c[base + 1]++;
+    c[base + 3] += (uint64_t)n * size;
+    c[base + 4] += (uint64_t)n;
+    return true;
+  }
+  const uintptr_t base_addr = w->L->regions[w->last_region].base;
+  uint64_t nsec = 0, last = ~(uint64_t)0;
+  for (int i = 0; i < n; ++i) {
+    uintptr_t a = (uintptr_t)e[i]->addr;
+    if (e[i]->size_flags != sf || a - lo >= len) return false;
+    uint64_t s0 = (a - base_addr) >> 5, s1 = (a - base_addr + size - 1) >> 5;
+    if (last != ~(uint64_t)0 && s0 < last) return false;  // not ascending: sort in the general count
+    nsec += (s1 - s0 + 1) - (s0 == last ? 1 : 0);
+    last = s1;
+  }
+  uint64_t bytes = (uint64_t)n * size;
+  int base = (flags & WB_SAN_WRITE) ? P_G_ST_REQ : P_G_LD_REQ;
+  c[base + 0]++;
+  c[base + 1] += nsec;
+  c[base + 2] += bytes;
+  c[base + 3] += (uint64_t)n;
+  c[base + 4] += std::min<uint64_t>(nsec, (bytes + 31) / 32);
+  return true;
+}
+
+// One warp-level request: the entries of its active lanes (`lane`: their lane numbers), split by memory space.
+void prof_request(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, const unsigned char* lane, int n) {
+  if (prof_uniform(w, P, e, n)) return;
+  uint64_t goff[32], soff[32];
+  uint32_t gsz[32], ssz[32];
+  unsigned char glane[32], slane[32];
+  int ng = 0, ns = 0;
+  unsigned gflags = 0, sflags = 0;
+  for (int i = 0; i < n; ++i) {
+    uint64_t off = 0;
+    int where = prof_classify(w, P, (uintptr_t)e[i]->addr, &off);
+    uint32_t sz = e[i]->size_flags & WB_PROF_SIZE_MASK;
+    unsigned fl = e[i]->size_flags >> 28;
+    if (where == 1) {
+      goff[ng] = off, gsz[ng] = sz, glane[ng] = lane[i], gflags |= fl;
+      ++ng;
+    } else if (where == 2) {
+      soff[ns] = off, ssz[ns] = sz, slane[ns] = lane[i], sflags |= fl;
+      ++ns;
+    } else if (where == 0) {
+      w->pcnt[P_OTHER]++;
+    }
+  }
+  (void)glane;
+  if (ng) prof_global(w, goff, gsz, ng, gflags);
+  if (ns) prof_shared(w, soff, ssz, slane, ns, sflags);
+}
+
+// Lanes whose logs differ (divergence): group the k-th execution of each site by each lane.
+void prof_general(Worker* w, const ProfWhere& P, const wb_prof_entry* const* lg, const size_t* cnt,
+                  const unsigned char* lanes, int k) {
+  w->groups.clear();
+  w->group_of.clear();
+  for (int j = 0; j < k; ++j) {
+    w->occ.clear();
+    for (size_t i = 0; i < cnt[j]; ++i) {
+      const wb_prof_entry* e = &lg[j][i];
+      uint32_t nth = w->occ[e->pc]++;
+      uint64_t key = ((uint64_t)e->pc << 32) | nth;
+      auto it = w->group_of.find(key);
+      uint32_t g;
+      if (it == w->group_of.end()) {
+        g = (uint32_t)w->groups.size();
+        w->group_of.emplace(key, g);
+        w->groups.push_back(ProfGroup());
+        w->groups.back().n = 0;
+      } else {
+        g = it->second;
+      }
+      ProfGroup& G = w->groups[g];
+      G.e[G.n] = e;
+      G.lane[G.n] = lanes[j];
+      G.n++;
+    }
+  }
+  for (const ProfGroup& G : w->groups) prof_request(w, P, G.e, G.lane, G.n);
+}
+
+ProfWhere prof_where(Worker* w) {
+  const Launch* L = w->L;
+  ProfWhere P;
+  P.st_lo = (uintptr_t)w->tls_base;
+  P.st_bytes = w->tls_base ? L->d->tls_bytes : 0;
+  P.dy_lo = (uintptr_t)w->smem;
+  P.dy_bytes = L->smem;
+  return P;
+}
+
+// Count the logged accesses of warp `wi` since its last flush, then empty its logs.
+void prof_flush_warp(Worker* w, int wi) {
+  const int base = wi * 32, nl = std::min(32, w->n - base);
+  const wb_prof_entry* lg[32];
+  size_t cnt[32];
+  unsigned char lanes[32];
+  int k = 0;
+  for (int l = 0; l < nl; ++l) {
+    Fiber& f = w->fibers[base + l];
+    const wb_prof_entry* b = w->plog[base + l].buf;
+    size_t c = b ? (size_t)(f.t->prof_cur - b) : 0;
+    if (c) {
+      lg[k] = b, cnt[k] = c, lanes[k] = (unsigned char)l;
+      ++k;
+    }
+    f.t->prof_cur = w->plog[base + l].buf;  // the entries stay readable until the next access
+  }
+  if (k == 0) return;
+  const ProfWhere P = prof_where(w);
+  bool same = true;  // the usual case: every active lane ran the same sequence of sites
+  for (int j = 1; j < k && same; ++j) {
+    if (cnt[j] != cnt[0]) {
+      same = false;
+      break;
+    }
+    for (size_t i = 0; i < cnt[0]; ++i)
+      if (lg[j][i].pc != lg[0][i].pc) {
+        same = false;
+        break;
+      }
+  }
+  if (!same) {
+    prof_general(w, P, lg, cnt, lanes, k);
+    return;
+  }
+  const wb_prof_entry* e[32];
+  for (size_t i = 0; i < cnt[0]; ++i) {
+    for (int j = 0; j < k; ++j) e[j] = &lg[j][i];
+    prof_request(w, P, e, lanes, k);
+  }
+}
+
+void prof_flush_all(Worker* w) {
+  for (int wi = 0; wi < (w->n + 31) / 32; ++wi) prof_flush_warp(w, wi);
+}
+
+// A __syncthreads completed: one barrier instruction per warp that has live lanes, and every log can be counted.
+void prof_barrier(Worker* w) {
+  for (int wi = 0; wi < (w->n + 31) / 32; ++wi)
+    if (w->warps[wi].live) w->pcnt[P_BARRIERS]++;
+  prof_flush_all(w);
+}
+
 void release_barrier(Worker* w) {
+  if (w->L && w->L->prof) prof_barrier(w);
   int slot = w->bar_gen & 1;
   w->bar_result[slot] = w->bar_op == 0 ? w->bar_acc[0] : (w->bar_op == 1 ? w->bar_acc[1] : w->bar_acc[2]);
   w->bar_acc[0] = 0;
@@ -423,6 +823,10 @@ void san_note_round(San* S, int wi, unsigned mask, unsigned gen) {
 void release_warp(Worker* w, int wi) {
   Warp& W = w->warps[wi];
   if (w->L->san) san_note_round(w->L->san, wi, W.arrived_mask, W.gen);
+  if (w->L->prof) {  // one collective per warp; all live lanes at it: their logs can be counted
+    w->pcnt[P_WARP_COLL]++;
+    if (W.arrived_mask == W.live) prof_flush_warp(w, wi);
+  }
   int slot = W.gen & 1;
   W.active[slot] = W.arrived_mask;
   W.arrived = 0;
@@ -800,6 +1204,11 @@ void init_block(Worker* w, Launch* L, long b, int n) {
     t->warp = (unsigned)(i >> 5);
     t->dyn_smem = w->smem;
     t->runtime = f;
+    t->prof_cur = t->prof_end = nullptr;
+    if (L->prof) {
+      t->prof_cur = w->plog[i].buf;
+      t->prof_end = w->plog[i].buf + w->plog[i].cap;
+    }
   }
   poison_shared(L, w);
   if (L->san) san_block_start(L, w, b, n);
@@ -847,6 +1256,7 @@ void run_block(Worker* w, Launch* L, long b) {
       return;
     }
   }
+  if (L->prof) prof_flush_all(w);
 }
 
 void register_thread(Launch* L, bool add) {
@@ -873,6 +1283,11 @@ bool prepare_worker(Worker* w, Launch* L) {
   if (!ensure_smem(w, L->smem, d->checked ? d->redzone : 0)) {
     set_error(L, "could not allocate shared memory (mmap failed)");
     return false;
+  }
+  if (L->prof) {
+    if (w->plog.size() < (size_t)n) w->plog.resize((size_t)n);
+    std::memset(w->pcnt, 0, sizeof w->pcnt);
+    w->last_region = 0;
   }
   w->tls_base = nullptr;
   if (d->tls_probe && d->dl_handle && d->tls_bytes) {
@@ -909,7 +1324,12 @@ void work(Launch* L) {
       L->done.fetch_add(1, std::memory_order_relaxed);
     }
     w->L = nullptr;
+    if (L->prof) {
+      std::lock_guard<std::mutex> g(L->mu);
+      for (int i = 0; i < P_N; ++i) L->prof_tot[i] += w->pcnt[i];
+    }
   }
+  if (L->prof && w->plog_total > ((size_t)1 << 18)) w->free_plogs();  // small logs (<= 4 MiB) stay for the next one
   register_thread(L, false);
 }
 
@@ -1217,6 +1637,46 @@ void wb_san_access(const void* addr, uint64_t size, unsigned flags, const void* 
   if (!shared_access(L, S, A, p)) global_access(L, S, A, p);
 }
 
+// Profile builds: the running fiber's access log is full. Double it, unless the worker's logs would pass the
+// launch's cap (one block holding too many accesses between two barriers): then the launch stops with an error.
+wb_prof_entry* wb_prof_grow(void) {
+  wb_thread* t = wb_self();
+  Fiber* f = (Fiber*)t->runtime;
+  Worker* w = f->w;
+  Launch* L = w->L;
+  check_abort(f);
+  PLog& lg = w->plog[(size_t)f->index];
+  size_t used = lg.buf ? (size_t)(t->prof_cur - lg.buf) : 0;
+  size_t ncap = lg.cap ? lg.cap * 2 : 256;
+  if (w->plog_total + (ncap - lg.cap) > L->d->prof_cap) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "profile mode keeps every memory access of a block between two __syncthreads() (or warp collectives) "
+             "to group them into warp-level requests, and %s made more than %lu of them (%lu MiB): profile a "
+             "smaller problem (fewer threads per block, or less work per thread between barriers)",
+             where(t).c_str(), (unsigned long)L->d->prof_cap,
+             (unsigned long)(L->d->prof_cap * sizeof(wb_prof_entry) >> 20));
+    set_error(L, msg);
+    abandon(f);
+  }
+  const size_t color = (size_t)(f->index & 63) * 4;  // entries (64 bytes apart per fiber)
+  void* mem = malloc((ncap + color) * sizeof(wb_prof_entry));
+  if (!mem) {
+    set_error(L, "profile mode: out of memory for the access logs");
+    abandon(f);
+  }
+  wb_prof_entry* nb = (wb_prof_entry*)mem + color;
+  if (used) std::memcpy(nb, lg.buf, used * sizeof(wb_prof_entry));
+  free(lg.mem);
+  w->plog_total += ncap - lg.cap;
+  lg.mem = mem;
+  lg.buf = nb;
+  lg.cap = ncap;
+  t->prof_cur = nb + used;
+  t->prof_end = nb + ncap;
+  return t->prof_cur;
+}
+
 // ---------------------------------------------------------------- host-side API (ctypes)
 WB_EXPORT int wb_runtime_abi(void) { return WB_ABI_VERSION; }
 
@@ -1306,6 +1766,7 @@ static int finish(Launch* L, wb_launch_desc* d) {
       if (n < 3 * d->record_cap) d->records[n++] = r;
   }
   d->nrecords = n;
+  for (int i = 0; i < P_N && i < 32; ++i) d->prof[i] = L->prof_tot[i];
   d->elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - L->start).count();
   d->estimate = L->estimate;
   d->blocks_done = L->done.load();
@@ -1340,7 +1801,25 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
       return RC_ERROR;
     }
   }
-  if (d->san_enabled) *d->san_enabled = d->checked ? 1 : 0;
+  if (d->profile) {
+    L.prof = true;
+    for (int i = 0; i < d->nregion; ++i) {
+      const uint64_t* r = d->region + 4 * i;
+      if (r[1] > r[0]) L.regions.push_back(ProfRegion{r[0], r[1], r[2] <= r[0] ? r[2] : r[0], (int)r[3]});
+    }
+    std::sort(L.regions.begin(), L.regions.end(), [](const ProfRegion& a, const ProfRegion& b) { return a.lo < b.lo; });
+    std::vector<ProfRegion> merged;  // aliasing arguments (an in-place kernel): one region, the lower base
+    for (const ProfRegion& r : L.regions) {
+      if (!merged.empty() && r.lo < merged.back().hi && r.kind == merged.back().kind) {
+        merged.back().hi = std::max(merged.back().hi, r.hi);
+        merged.back().base = std::min(merged.back().base, r.base);
+      } else {
+        merged.push_back(r);
+      }
+    }
+    L.regions.swap(merged);
+  }
+  if (d->san_enabled) *d->san_enabled = (d->checked || d->profile) ? 1 : 0;
   install_sigint(true);
   install_fault_handlers(true);
   watchdog().begin(&L);

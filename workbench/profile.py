@@ -1,0 +1,776 @@
+"""Exact memory counters from the emulators, in Nsight Compute's words: ``wb.profile(fn, *inputs) -> Profile``.
+
+``wb.profile`` runs one call (a registered variant, an op-like function, a learner's function, or a zero-argument
+lambda that launches ``RawKernel``s) with every emulated launch inside it counted, and returns a :class:`Profile`:
+``.metrics`` (summed over the launches, keyed by Nsight Compute metric names where one exists, ``wb__...``
+otherwise), ``.launches`` (one :class:`LaunchRecord` per launch) and ``.report()`` (a table: one line per metric,
+what it means and what a good value is). In gpu mode the same call runs under ``ncu`` in a subprocess and the real
+values come back under the same keys.
+
+How a backend contributes its counts (the contract for backend authors)
+-----------------------------------------------------------------------
+1. While ``profile()`` runs the call, a counting session is active: :func:`active` returns True. A backend that
+   launches a kernel checks it (cheaply) and, when it is on, runs the launch in its counting mode.
+2. After the launch it calls :func:`record_launch`::
+
+       from workbench import profile as _profile
+       if _profile.active():
+           ... run the launch counting ...
+           _profile.record_launch(kernel="add_kernel", backend="triton", grid=(4,), block=None,
+                                  metrics={"wb__global_load_bytes.sum": 3072, ...})
+
+   ``metrics`` holds *sums* over the launch (ints, or floats for FLOPs): :func:`Profile.metrics` adds them up over
+   launches and computes the derived figures (ratios, efficiencies, totals) itself, so a backend never records a
+   ratio. Every key must be in :data:`METRICS`: use the catalogue's keys where they mean what your backend counts,
+   and declare your own with :func:`register_metric` (prefix them with the backend, e.g. ``triton__...``).
+   Backend-neutral totals every counting backend should record, so that variants of different backends compare in
+   one table: ``wb__global_load_bytes.sum`` and ``wb__global_store_bytes.sum`` (the bytes moved to and from global
+   memory as this backend sees them: 32 x sectors for CUDA C, bytes requested by unmasked lanes for Triton).
+3. A backend that cannot count a launch records it anyway with ``counted=False`` and a ``note`` saying why
+   ("not counted for numba: ..."): the Profile then says what is missing instead of showing zeros.
+
+Nothing here imports a backend: the CUDA C engine (workbench.cuda._cpu), the Triton interpreter
+(workbench._triton_interp) and the Numba simulator (workbench._numba_sim) import this module and report to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import csv
+import html
+import io
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["METRICS", "LaunchRecord", "Metric", "NcuNotFoundError", "Profile", "ProfileError", "Report", "active",
+           "allocation_start", "counting", "profile", "record_launch", "register_metric", "resolve"]
+
+
+class ProfileError(RuntimeError):
+    """wb.profile could not count the call (bad target, nothing to run, ncu failed)."""
+
+
+class NcuNotFoundError(ProfileError):
+    """gpu mode: Nsight Compute's ``ncu`` is not on PATH."""
+
+
+# ----------------------------------------------------------------------------------------------------- metrics
+Good = str | Callable[[dict[str, float]], str]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One counter or derived figure: its key, a short label, what it means and what a good value is.
+
+    ``kind``: ``"sum"`` (recorded by backends, added up over launches) or ``"derived"`` (computed from the sums by
+    ``compute``, which returns None when its inputs are missing). ``ncu``: the key is a real Nsight Compute metric,
+    requested by name in gpu mode; ``from_ncu`` computes a ``wb__`` key from ncu's values there (else it is absent).
+    ``fmt``: ``"int"``, ``"ratio"``, ``"fraction"`` (shown with its percentage) or ``"bytes"``.
+    ``better``: ``"lower"``, ``"higher"`` or None (a budget's direction when a check reports a miss).
+    """
+
+    key: str
+    label: str
+    meaning: str
+    good: Good = ""
+    kind: str = "sum"
+    fmt: str = "int"
+    ncu: bool = False
+    aliases: tuple[str, ...] = ()
+    better: str | None = None
+    compute: Callable[[dict[str, float]], float | None] | None = None
+    from_ncu: Callable[[dict[str, float]], float | None] | None = None
+    group: str = ""
+    detail: bool = False  # shown by report(detail=True) only
+
+    def good_text(self, m: dict[str, float]) -> str:
+        """Return what a good value is, given the profile's metrics (some depend on the access widths seen)."""
+        return self.good(m) if callable(self.good) else self.good
+
+
+METRICS: dict[str, Metric] = {}
+_NAMES: dict[str, str] = {}  # normalised label/alias/key -> key
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_-]+", " ", name.strip().lower())
+
+
+def register_metric(key: str, label: str, meaning: str, good: Good = "", *, kind: str = "sum", fmt: str = "int",
+                    ncu: bool = False, aliases: tuple[str, ...] = (), better: str | None = None,
+                    compute: Callable[[dict[str, float]], float | None] | None = None,
+                    from_ncu: Callable[[dict[str, float]], float | None] | None = None,
+                    group: str = "", detail: bool = False) -> Metric:
+    """Declare a metric (a backend's own counter, or a derived figure); the report lists them in this order.
+
+    Re-registering a key replaces it (module reloads). ``label`` and ``aliases`` are names :func:`resolve` (and
+    exercise budgets) accept besides the key; they must not name another metric. ``group`` gathers rows in the
+    report (a group whose counters are all zero is left out; ``"hidden"``: never shown); ``detail`` rows show only
+    in ``report(detail=True)``.
+    """
+    if kind not in ("sum", "derived"):
+        raise ValueError(f"register_metric({key!r}): kind must be 'sum' or 'derived', got {kind!r}")
+    if kind == "derived" and compute is None:
+        raise ValueError(f"register_metric({key!r}): a derived metric needs compute=")
+    if fmt not in ("int", "ratio", "fraction", "bytes", "float"):
+        raise ValueError(f"register_metric({key!r}): fmt must be int, ratio, fraction, bytes or float, got {fmt!r}")
+    m = Metric(key, label, meaning, good, kind, fmt, ncu, tuple(aliases), better, compute, from_ncu, group, detail)
+    for name in (key, label, *aliases):
+        owner = _NAMES.get(_norm(name))
+        if owner is not None and owner != key:
+            raise ValueError(f"register_metric({key!r}): the name {name!r} already names metric {owner!r}")
+    METRICS.pop(key, None)
+    METRICS[key] = m
+    for name in (key, label, *aliases):
+        _NAMES[_norm(name)] = key
+    return m
+
+
+def resolve(name: str) -> str:
+    """Return the metric key that ``name`` (a key, a label such as "global load efficiency", or an alias) names."""
+    key = _NAMES.get(_norm(name))
+    if key is None:
+        close = sorted(m.label for m in METRICS.values() if _norm(name).split()[0] in _norm(m.label))[:8]
+        hint = f" (similar: {', '.join(close)})" if close else ""
+        raise KeyError(f"no profile metric named {name!r}{hint}; the labels are: "
+                       + ", ".join(m.label for m in METRICS.values()))
+    return key
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _get(m: dict[str, float], *keys: str) -> float | None:
+    """Return the sum of ``keys`` present in ``m`` (None when none is)."""
+    vals = [m[k] for k in keys if k in m]
+    return sum(vals) if vals else None
+
+
+def _ratio(num: str, den: str) -> Callable[[dict[str, float]], float | None]:
+    return lambda m: _div(m.get(num), m.get(den))
+
+
+def _sectors_good(op: str) -> Good:
+    def good(m: dict[str, float]) -> str:
+        ideal = _div(m.get(f"wb__global_ideal_sectors_op_{op}.sum"),
+                     m.get(f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"))
+        if ideal is None:
+            return "4 per fully active warp of 4-byte accesses (8 for 8-byte, 16 for 16-byte); 32 = no coalescing"
+        return (f"{ideal:.3g}: what these requests' lanes and widths would touch at consecutive addresses; "
+                "32 = every lane in its own sector")
+    return good
+
+
+def _define_catalogue() -> None:
+    """Declare the CUDA-side metrics (Nsight Compute names) and the backend-neutral totals."""
+    R = register_metric
+    for op, word in (("ld", "load"), ("st", "store")):
+        R(f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum", f"global {word} requests",
+          f"warp-level global {word} instructions (a warp with no active lane there makes none)",
+          "fewer: one float4 request moves 4x the bytes of a float one", ncu=True,
+          aliases=(f"global {word} instructions",), better="lower", group="global")
+        R(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum", f"global {word} sectors",
+          f"32-byte segments the {word} requests touch (each counted once per request)",
+          "bytes requested / 32 (a warp's 32 consecutive floats: 4)", ncu=True, aliases=(f"{word} sectors",),
+          better="lower", group="global")
+        R(f"l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_{op}.ratio", f"sectors per {word} request",
+          f"global {word} sectors / requests (coalescing)", _sectors_good(op), kind="derived", fmt="ratio", ncu=True,
+          better="lower", group="global", aliases=(f"global {word} sectors per request",),
+          compute=_ratio(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum",
+                         f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"))
+        R(f"wb__global_{word}_efficiency.ratio", f"global {word} efficiency",
+          f"bytes requested / bytes in the sectors touched (ncu shows it x100 as smsp__sass_average_data_bytes_per_"
+          f"sector_mem_global_op_{op}.pct); above 1: lanes share bytes", ">= 0.9 (0.125: a 4-byte lane per sector)",
+          kind="derived", fmt="fraction", better="higher", group="global",
+          compute=lambda m, op=op: _div(m.get(f"smsp__sass_data_bytes_mem_global_op_{op}.sum"),
+                                        _mul(m.get(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"), 32)))
+        R(f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.pct", f"global {word} efficiency (%)",
+          f"100 x global {word} efficiency (Nsight Compute's form)", "> 90", kind="derived", fmt="float", ncu=True,
+          group="hidden", compute=lambda m, word=word: _mul(m.get(f"wb__global_{word}_efficiency.ratio"), 100))
+        R(f"wb__global_{word}_bytes.sum", f"global {word} bytes",
+          f"bytes global {word}s move: 32 x sectors for CUDA C (ncu: l1tex__t_bytes_pipe_lsu_mem_global_op_{op}.sum),"
+          " bytes of unmasked lanes for Triton", "", better="lower", fmt="bytes", group="global",
+          from_ncu=lambda m, op=op: m.get(f"l1tex__t_bytes_pipe_lsu_mem_global_op_{op}.sum"))
+        R(f"smsp__sass_data_bytes_mem_global_op_{op}.sum", f"global {word} bytes requested",
+          "bytes the active lanes ask for (lanes x width, repeats included)", "", ncu=True, fmt="bytes",
+          group="global", detail=True)
+        R(f"smsp__sass_thread_inst_executed_op_global_{op}_pred_on.sum", f"global {word} lanes",
+          f"thread-level global {word}s (active lanes over all requests)", "", ncu=True, group="global", detail=True)
+        R(f"wb__global_ideal_sectors_op_{op}.sum", f"ideal global {word} sectors",
+          "sectors the same requests would need at consecutive aligned addresses (at most the real count)", "",
+          group="global", detail=True)
+    R("wb__global_bytes.sum", "global bytes",
+      "global load + store bytes; against the op's compulsory bytes: the traffic amplification",
+      "close to the compulsory bytes (inputs read once, output written once)", kind="derived", fmt="bytes",
+      better="lower", group="global", aliases=("global traffic",),
+      compute=lambda m: _get(m, "wb__global_load_bytes.sum", "wb__global_store_bytes.sum"))
+    for op, word in (("ld", "load"), ("st", "store")):
+        R(f"smsp__inst_executed_op_shared_{op}.sum", f"shared {word} requests",
+          f"warp-level shared-memory {word} instructions", "", ncu=True, group="shared",
+          aliases=(f"shared {word} instructions",))
+        R(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum", f"shared {word} wavefronts",
+          "passes through the 32 banks (each serves one 4-byte word per pass, to any number of lanes)",
+          "= requests (x2 for 8-byte, x4 for 16-byte accesses)", ncu=True, better="lower", group="shared")
+        R(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", f"shared {word} bank conflicts",
+          "wavefronts beyond one per request (per half-warp for 8-byte, per quarter-warp for 16-byte accesses)",
+          "0", ncu=True, better="lower", group="shared")
+        R(f"wb__shared_wavefronts_per_request_op_{op}.ratio", f"wavefronts per shared {word} request",
+          f"shared {word} wavefronts / requests (32: a column of a 32x32 float tile)", "1 (2 for 8-byte, 4 for "
+          "16-byte accesses)", kind="derived", fmt="ratio", better="lower", group="shared",
+          compute=_ratio(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum",
+                         f"smsp__inst_executed_op_shared_{op}.sum"))
+        R(f"smsp__sass_data_bytes_mem_shared_op_{op}.sum", f"shared {word} bytes requested",
+          "bytes the active lanes ask for", "", ncu=True, fmt="bytes", group="shared", detail=True)
+        R(f"smsp__sass_thread_inst_executed_op_shared_{op}_pred_on.sum", f"shared {word} lanes",
+          f"thread-level shared {word}s (active lanes over all requests)", "", ncu=True, group="shared", detail=True)
+    R("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "shared bank conflicts",
+      "shared load + store bank conflicts", "0 (pad a 32-wide tile to 33 columns)", kind="derived", ncu=True,
+      better="lower", group="shared", aliases=("bank conflicts",),
+      compute=lambda m: _get(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"))
+    R("wb__global_atomics.sum", "global atomics", "thread-level global atomic operations",
+      "one per block or warp, not one per element", better="lower", group="sync")
+    R("wb__global_atomic_requests.sum", "global atomic requests",
+      "warp-level global atomics (ncu: ..._op_atom + ..._op_red requests)", "", better="lower", group="sync",
+      from_ncu=lambda m: _get(m, "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+                              "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"))
+    R("wb__shared_atomics.sum", "shared atomics", "thread-level shared-memory atomic operations", "", group="sync")
+    R("smsp__inst_executed_op_shared_atom.sum", "shared atomic requests", "warp-level shared-memory atomics", "",
+      ncu=True, group="sync", detail=True)
+    R("wb__barriers.sum", "barriers", "__syncthreads() executed, per warp (8 warps through one barrier: 8)",
+      "only where data crosses warps", better="lower", group="sync", aliases=("barriers executed", "syncthreads"))
+    R("wb__warp_collectives.sum", "warp collectives", "shuffles, votes, warp reductions, __syncwarp() (per warp)",
+      "", group="sync", aliases=("shuffles",))
+    R("wb__active_lanes_per_memory_request.ratio", "active lanes per memory instruction",
+      "active lanes per warp-level global/shared instruction: divergence, as ncu's smsp__thread_inst_executed_"
+      "per_inst_executed.ratio shows it for all instructions", "32 (less: divergence, masked tails)",
+      kind="derived", fmt="ratio", better="higher", group="sync", aliases=("divergence", "lanes per request"),
+      compute=lambda m: _div(_get(m, *(f"smsp__sass_thread_inst_executed_op_{s}_{o}_pred_on.sum"
+                                       for s in ("global", "shared") for o in ("ld", "st"))),
+                             _get(m, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                                  "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+                                  "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum")))
+    R("wb__threads.sum", "threads launched", "CUDA threads over all launches (grid x block)", "", group="launch",
+      from_ncu=lambda m: m.get("launch__thread_count"))
+    R("wb__uncounted_accesses.sum", "uncounted accesses",
+      "thread-level accesses to memory the emulator could not attribute (a pointer inside a struct argument, a "
+      "__device__ variable): left out of every count above", "0", group="launch")
+
+
+def _mul(a: float | None, b: float) -> float | None:
+    return None if a is None else a * b
+
+
+_define_catalogue()
+_NCU_EXTRA = ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+              "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+              "launch__thread_count", "launch__grid_size", "launch__block_size")
+
+
+# ----------------------------------------------------------------------------------------------------- launches
+@dataclass
+class LaunchRecord:
+    """One kernel launch inside a profiled call.
+
+    ``backend``: ``"cuda"`` (CUDA C on the CPU engine), ``"triton"`` (interpreter), ``"numba"`` (simulator),
+    ``"ncu"`` (a real GPU). ``counts``: the sums the backend recorded; ``counted=False`` with a ``note`` when the
+    backend could not count this launch.
+    """
+
+    kernel: str
+    backend: str
+    grid: tuple[int, ...] = ()
+    block: tuple[int, ...] | None = None
+    counts: dict[str, float] = field(default_factory=dict)
+    counted: bool = True
+    note: str = ""
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Return this launch's sums and the figures derived from them."""
+        return _with_derived(self.counts)
+
+
+def _with_derived(sums: dict[str, float]) -> dict[str, float]:
+    out = dict(sums)
+    for m in METRICS.values():
+        if m.kind == "derived" and m.key not in out:
+            v = m.compute(out) if m.compute else None
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                out[m.key] = v
+    return out
+
+
+_SESSION: contextvars.ContextVar[list[LaunchRecord] | None] = contextvars.ContextVar("wb_profile", default=None)
+
+
+def active() -> bool:
+    """Return True while a profiled call runs: backends then count their launches and call record_launch."""
+    return _SESSION.get() is not None
+
+
+def record_launch(kernel: str, backend: str, *, grid: tuple[int, ...] | int = (), block: tuple[int, ...] | None = None,
+                  metrics: dict[str, float] | None = None, counted: bool = True, note: str = "") -> None:
+    """Add one launch to the profiled call in progress (nothing happens outside ``profile()``).
+
+    ``metrics``: sums over the launch, keyed by :data:`METRICS` keys of kind ``"sum"`` (see the module docstring).
+    """
+    session = _SESSION.get()
+    if session is None:
+        return
+    counts = dict(metrics or {})
+    for k in counts:
+        m = METRICS.get(k)
+        if m is None or m.kind != "sum":
+            raise KeyError(f"record_launch({kernel!r}, backend={backend!r}): {k!r} is not a summable profile metric; "
+                           "declare it with workbench.profile.register_metric first")
+    g = (int(grid),) if isinstance(grid, int) else tuple(int(x) for x in grid)
+    b = None if block is None else tuple(int(x) for x in block)
+    session.append(LaunchRecord(kernel, backend, g, b, counts, counted, note))
+
+
+def allocation_start(a: Any) -> int:
+    """Return the address of the first byte of the allocation an array or tensor (or a view of one) lives in.
+
+    Backends count 32-byte sectors from there, as a GPU's allocator (cudaMalloc: 256-byte aligned) would place it;
+    0 when unknown.
+    """
+    if type(a).__module__.startswith("torch"):
+        return int(a.untyped_storage().data_ptr())
+    import numpy as np
+
+    while isinstance(a, np.ndarray) and a.base is not None:
+        if isinstance(a.base, np.ndarray):
+            a = a.base
+        elif type(a.base).__module__.startswith("torch"):
+            return int(a.base.untyped_storage().data_ptr())
+        else:
+            break
+    return int(a.__array_interface__["data"][0]) if isinstance(a, np.ndarray) else 0
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[list[LaunchRecord]]:
+    """Count every emulated launch inside the block; yields the list the launches are appended to."""
+    launches: list[LaunchRecord] = []
+    token = _SESSION.set(launches)
+    try:
+        yield launches
+    finally:
+        _SESSION.reset(token)
+
+
+# ----------------------------------------------------------------------------------------------------- results
+class Profile:
+    """The counts of one profiled call: ``metrics`` (summed + derived), ``launches``, ``report()``."""
+
+    def __init__(self, launches: list[LaunchRecord], source: str, target: str = "", output: Any = None) -> None:
+        self.launches = list(launches)
+        self.source = source  # "emulated" (exact counts from the emulators) or "ncu" (a real GPU)
+        self.target = target
+        self.output = output  # what the call returned
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Return the counters summed over the counted launches, and the figures derived from the sums."""
+        sums: dict[str, float] = {}
+        for rec in self.launches:
+            if rec.counted:
+                for k, v in rec.counts.items():
+                    sums[k] = sums.get(k, 0) + v
+        return _with_derived(sums)
+
+    @property
+    def complete(self) -> bool:
+        """True when every launch was counted (False: some backend could not count; see ``notes``)."""
+        return all(r.counted for r in self.launches)
+
+    @property
+    def notes(self) -> list[str]:
+        """Return what was not counted, wholly or in part, and why (one line per distinct reason)."""
+        out = []
+        for r in self.launches:
+            if not r.counted or r.note:
+                line = f"{r.kernel} ({r.backend}): {r.note or 'not counted'}"
+                if line not in out:
+                    out.append(line)
+        return out
+
+    def __getitem__(self, name: str) -> float:
+        key = resolve(name)
+        m = self.metrics
+        if key not in m:
+            raise KeyError(f"{METRICS[key].label!r} ({key}) was not counted in this profile: "
+                           + (self._why_missing() or "no launch reported it"))
+        return m[key]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Return a metric by key, label or alias, or ``default`` when this profile has no value for it."""
+        return self.metrics.get(resolve(name), default)
+
+    def _why_missing(self) -> str:
+        if not self.launches:
+            return "the call made no emulated kernel launch (torch and numpy operations are not counted)"
+        return "; ".join(self.notes)
+
+    def report(self, keys: list[str] | None = None, detail: bool = False) -> Report:
+        """Return the table of this profile: one row per metric with its value, meaning and a good value.
+
+        ``keys`` (keys, labels or aliases) picks the rows; otherwise every metric with something to say is shown
+        (groups with only zeros are left out), and ``detail=True`` adds the raw counts behind the ratios.
+        """
+        return Report(self, keys, detail)
+
+    def _repr_html_(self) -> str:
+        return self.report()._repr_html_()
+
+    def __repr__(self) -> str:
+        n = len(self.launches)
+        what = "ncu on a GPU" if self.source == "ncu" else "exact emulated counts"
+        return (f"<Profile of {self.target or 'a call'}: {n} launch{'es' if n != 1 else ''}, {what}"
+                f"{'' if self.complete else ', INCOMPLETE'}; .report() for the table>")
+
+
+def _fmt(m: Metric, v: float) -> str:
+    if m.fmt == "fraction":
+        return f"{v:.3g} ({100 * v:.1f}%)"
+    if m.fmt == "ratio":
+        return f"{v:.3g}"
+    if m.fmt == "float":
+        return f"{v:.4g}"
+    if m.fmt == "bytes":
+        return f"{int(v):,} B" if v < 10_000 else f"{int(v):,} B ({_human_bytes(v)})"
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:,.4g}"
+
+
+def _human_bytes(v: float) -> str:
+    for unit, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if v >= s:
+            return f"{v / s:.3g} {unit}"
+    return f"{v:g} B"
+
+
+def _default_rows(m: dict[str, float], detail: bool) -> list[str]:
+    """Return the keys a report shows by default: groups with a non-zero count; no zero synchronisation rows."""
+    busy = {meta.group for k, meta in METRICS.items() if meta.kind == "sum" and m.get(k)}
+    out = []
+    for k, meta in METRICS.items():
+        if k not in m or meta.group == "hidden" or (meta.detail and not detail) or meta.group not in busy:
+            continue
+        if meta.group in ("sync", "launch") and not m[k] and k != "wb__threads.sum":
+            continue
+        out.append(k)
+    return out
+
+
+_MODEL_NOTE = ("Exact counts of the emulated run: L1-level requests and 32-byte sectors, shared-memory wavefronts of "
+               "the 32-bank model. Not modelled: caches beyond the sector (L1/L2 hits, DRAM), latency, issue rate.")
+
+
+class Report:
+    """A profile's table: ``_repr_html_`` in a notebook, ``str()`` for text; ``rows`` as (label, value, key, ...)."""
+
+    def __init__(self, prof: Profile, keys: list[str] | None = None, detail: bool = False) -> None:
+        self.profile = prof
+        m = prof.metrics
+        wanted = [resolve(k) for k in keys] if keys is not None else _default_rows(m, detail)
+        self.rows: list[tuple[str, str, str, str, str]] = []  # (label, value, meaning, good, key)
+        for k in wanted:
+            meta = METRICS[k]
+            if k in m:
+                self.rows.append((meta.label, _fmt(meta, m[k]), meta.meaning, meta.good_text(m), k))
+
+    def _head(self) -> str:
+        p = self.profile
+        n = len(p.launches)
+        backends = sorted({r.backend for r in p.launches})
+        src = ("measured by Nsight Compute (ncu) on a GPU" if p.source == "ncu"
+               else "exact counts from the emulators (" + (", ".join(backends) or "no launch") + ")")
+        return f"wb.profile({p.target or 'call'}): {n} launch{'es' if n != 1 else ''}, {src}"
+
+    def _footer(self) -> list[str]:
+        p = self.profile
+        lines = [] if p.source == "ncu" else [_MODEL_NOTE]
+        if not p.launches:
+            lines.insert(0, "No emulated kernel launch happened in this call: nothing to count (torch and numpy "
+                            "operations run natively and are not counted).")
+        lines += [f"not counted: {n}" for n in p.notes]
+        return lines
+
+    def _launch_rows(self) -> list[tuple[str, ...]]:
+        out = []
+        for r in self.profile.launches:
+            mm = r.metrics
+            if not r.counted:
+                out.append((r.kernel, r.backend, _dims(r.grid), _dims(r.block), "not counted"))
+                continue
+            keys = ["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio", "wb__global_bytes.sum"]
+            if mm.get("smsp__inst_executed_op_shared_ld.sum") or mm.get("smsp__inst_executed_op_shared_st.sum"):
+                keys.insert(1, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum")
+            bits = [f"{METRICS[k].label} {_fmt(METRICS[k], mm[k])}" for k in keys if k in mm]
+            out.append((r.kernel, r.backend, _dims(r.grid), _dims(r.block), "; ".join(bits)))
+        return out
+
+    def __str__(self) -> str:
+        lines = [self._head()]
+        if self.rows:
+            w0 = max(len(r[0]) for r in self.rows)
+            w1 = max(len(r[1]) for r in self.rows)
+            for label, val, meaning, good, _ in self.rows:
+                lines.append(f"  {label:<{w0}}  {val:>{w1}}   {meaning}" + (f"  [good: {good}]" if good else ""))
+        if len(self.profile.launches) > 1:
+            lines.append("  per launch:")
+            lines += [f"    {k} [{b}] grid {g} block {bl}: {s}" for k, b, g, bl, s in self._launch_rows()]
+        lines += self._footer()
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        cell = "padding:2px 8px;text-align:left;vertical-align:top"
+        rows = "".join(
+            f"<tr><td style='{cell};white-space:nowrap' title='{e(k)}'>{e(label)}</td>"
+            f"<td style='{cell};text-align:right;font-family:monospace;white-space:nowrap'>{e(val)}</td>"
+            f"<td style='{cell}'>{e(meaning)}</td><td style='{cell}'>{e(good)}</td></tr>"
+            for label, val, meaning, good, k in self.rows)
+        head = (f"<tr><th style='{cell}'>metric</th><th style='{cell}'>value</th><th style='{cell}'>meaning</th>"
+                f"<th style='{cell}'>good value</th></tr>")
+        per = ""
+        if len(self.profile.launches) > 1:
+            lr = "".join(f"<tr>{''.join(f'<td style={chr(39)}{cell}{chr(39)}>{e(x)}</td>' for x in row)}</tr>"
+                         for row in self._launch_rows())
+            per = (f"<details><summary>per launch ({len(self.profile.launches)})</summary>"
+                   f"<table style='font-size:90%'><tr><th style='{cell}'>kernel</th><th style='{cell}'>backend</th>"
+                   f"<th style='{cell}'>grid</th><th style='{cell}'>block</th><th style='{cell}'>counters</th></tr>"
+                   f"{lr}</table></details>")
+        foot = "".join(f"<div style='font-size:85%;color:#555'>{e(x)}</div>" for x in self._footer())
+        return (f"<div><div><b>{e(self._head())}</b></div><table style='font-size:90%'>{head}{rows}</table>"
+                f"{per}{foot}</div>")
+
+
+def _dims(d: tuple[int, ...] | None) -> str:
+    if d is None:
+        return "-"
+    return "(" + ",".join(str(x) for x in d) + ")"
+
+
+# ----------------------------------------------------------------------------------------------------- profile()
+def _target(fn: Any, inputs: tuple, kw: dict) -> tuple[Callable[[], Any], str, dict]:
+    """Return (a zero-argument call, its name, a replay spec for ncu) for what profile() was given."""
+    from workbench.registry import Variant, get_op, make_inputs, variant
+
+    if isinstance(fn, str):
+        if "/" not in fn:
+            raise ProfileError(f"wb.profile({fn!r}): name a variant as 'op/variant' (e.g. 'gemm/cuda_smem'), or pass "
+                               "the variant, a function or a lambda")
+        op, name = fn.split("/", 1)
+        fn = variant(op, name)
+    if isinstance(fn, Variant):
+        v = fn
+        if not inputs:
+            spec = get_op(v.op)
+            sizes = {k: kw.pop(k) for k in list(kw) if k in spec.shape_keys or k in spec.call_kwargs}
+            if not sizes:
+                raise ProfileError(f"wb.profile({v.op}/{v.name}): pass its inputs, or the sizes to make them "
+                                   f"({', '.join(f'{k}=...' for k in spec.shape_keys)}, dtype=...)")
+            dtype, seed = kw.pop("dtype", None), kw.pop("seed", 0)
+            if kw:
+                raise ProfileError(f"wb.profile({v.op}/{v.name}): unknown keyword(s) {sorted(kw)}; the sizes are "
+                                   f"{list(spec.shape_keys)}" + (f", the call options {list(spec.call_kwargs)}"
+                                                                 if spec.call_kwargs else ""))
+            inputs = make_inputs(v.op, dtype=dtype, seed=seed, **sizes)
+            kw = {k: sizes[k] for k in spec.call_kwargs if k in sizes}
+        return (lambda: v(*inputs, **kw)), f"{v.op}/{v.name}", {"kind": "variant", "op": v.op, "name": v.name,
+                                                                "inputs": inputs, "kwargs": kw}
+    if not callable(fn):
+        raise ProfileError(f"wb.profile: expected a registered variant, a function or a zero-argument lambda, got "
+                           f"{type(fn).__name__} {fn!r}"[:200])
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    replay = {"kind": "import", "module": getattr(fn, "__module__", None), "qualname": name, "inputs": inputs,
+              "kwargs": kw}
+    return (lambda: fn(*inputs, **kw)), name, replay
+
+
+def profile(fn: Any, *inputs: Any, **kw: Any) -> Profile:
+    """Run ``fn`` once with every kernel launch inside it counted; return the :class:`Profile`.
+
+    ``fn``: a registered variant (or ``"op/variant"``), an op-like function, a learner's function, or a zero-argument
+    lambda that launches ``RawKernel``s. It is called as ``fn(*inputs, **kw)``; a variant given sizes instead of
+    inputs (``wb.profile(v, M=64, N=64, K=64, dtype="float32")``) gets inputs from ``make_inputs``.
+    cpu mode: exact counts from the emulators (CUDA C on the CPU engine; Triton and Numba as their backends count).
+    gpu mode: the same call runs again under Nsight Compute (``ncu``, which must be on PATH) in a subprocess, and its
+    real values come back under the same keys.
+    """
+    from workbench._mode import MODE
+
+    call, name, replay = _target(fn, inputs, dict(kw))
+    if MODE == "gpu":
+        return _profile_ncu(replay, name)
+    with counting() as launches:
+        out = call()
+    return Profile(launches, "emulated", name, out)
+
+
+# ----------------------------------------------------------------------------------------------------- gpu: ncu
+def ncu_metrics() -> list[str]:
+    """Return the Nsight Compute metric names gpu mode requests (the catalogue's ncu keys and what derives wb__)."""
+    names = [k for k, m in METRICS.items() if m.ncu]
+    return list(dict.fromkeys(names + list(_NCU_EXTRA)))
+
+
+_NCU_HELP = ("wb.profile in gpu mode runs the call under NVIDIA Nsight Compute's command-line profiler `ncu`, which "
+             "is not on PATH. Install Nsight Compute (it comes with the CUDA toolkit: add its bin folder, e.g. "
+             "/usr/local/cuda/bin, to PATH; or `sudo apt-get install nsight-compute`, or the installer from "
+             "https://developer.nvidia.com/nsight-compute), or set $WORKBENCH_NCU to the ncu executable. Reading "
+             "counters needs permission to the GPU's performance counters (root, or the driver's "
+             "NVreg_RestrictProfilingToAdminUsers=0). Without a GPU, profile in cpu mode (WORKBENCH_MODE=cpu) for the "
+             "emulators' exact counts.")
+
+
+def find_ncu() -> str:
+    """Return the ncu executable ($WORKBENCH_NCU, else ``ncu`` on PATH) or raise NcuNotFoundError saying what to do."""
+    env = os.environ.get("WORKBENCH_NCU")
+    exe = env if env and Path(env).is_file() else shutil.which("ncu")
+    if not exe:
+        raise NcuNotFoundError(_NCU_HELP)
+    return exe
+
+
+_CHILD = """
+import sys, torch
+sys.path[:0] = {path!r}
+from workbench.profile import _ncu_child
+_ncu_child({spec!r})
+"""
+
+
+def _replayable(replay: dict, name: str) -> None:
+    if replay["kind"] == "variant":
+        return
+    mod, qual = replay.get("module"), replay.get("qualname") or ""
+    if not mod or mod == "__main__" or "<" in qual:
+        raise ProfileError(
+            f"wb.profile({name}) in gpu mode runs the call again under ncu in a subprocess, which cannot rebuild a "
+            "lambda, a closure or a function defined in a notebook. Pass a registered variant (wb.profile(v, "
+            "*inputs) or wb.profile('op/variant', M=...)), or a function importable from a module, with its inputs.")
+
+
+def _profile_ncu(replay: dict, name: str, timeout: float = 1800) -> Profile:
+    """Run the call under ncu in a subprocess and return its real values (gpu mode)."""
+    import torch
+
+    exe = find_ncu()
+    _replayable(replay, name)
+    with tempfile.TemporaryDirectory(prefix="wb-ncu-") as td:
+        spec = Path(td) / "call.pt"
+        cpu = lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x  # noqa: E731
+        payload = {**replay, "inputs": [cpu(x) for x in replay["inputs"]],
+                   "devices": [str(x.device) if isinstance(x, torch.Tensor) else None for x in replay["inputs"]]}
+        torch.save(payload, spec)
+        log = Path(td) / "ncu.csv"
+        cmd = [exe, "--metrics", ",".join(ncu_metrics()), "--csv", "--page", "raw", "--profile-from-start", "off",
+               "--target-processes", "all", "--log-file", str(log), sys.executable, "-c",
+               _CHILD.format(path=[p for p in sys.path if p], spec=str(spec))]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        text = log.read_text() if log.exists() else ""
+        if r.returncode != 0 or not text.strip():
+            raise ProfileError(f"ncu failed on {name} (exit {r.returncode}):\n{(r.stderr or text or r.stdout)[-3000:]}")
+    launches = parse_ncu_csv(text)
+    if not launches and "ERR_NVGPUCTRPERM" in text:
+        raise ProfileError("ncu has no permission to read the GPU's performance counters (ERR_NVGPUCTRPERM): run as "
+                           "root, or see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    return Profile(launches, "ncu", name)
+
+
+def _num(s: str) -> float | None:
+    s = s.strip().replace(",", "")
+    if not s or s.lower() in ("n/a", "nan", "-"):
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        return None
+    return int(v) if v.is_integer() else v
+
+
+def _parse_dims(s: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", s or ""))
+
+
+def parse_ncu_csv(text: str) -> list[LaunchRecord]:
+    """Return one LaunchRecord per kernel of ``ncu --csv --page raw`` output (a units row after the header)."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return []
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header, body = rows[0], [r for r in rows[1:] if r and r[0].strip().isdigit()]
+    col = {h: i for i, h in enumerate(header)}
+    out = []
+    for r in body:
+        vals = {h: _num(r[i]) for h, i in col.items() if i < len(r) and (h in METRICS or h in _NCU_EXTRA)}
+        vals = {k: v for k, v in vals.items() if v is not None}
+        counts = {k: v for k, v in vals.items() if k in METRICS and METRICS[k].kind == "sum"}
+        for k, m in METRICS.items():
+            if m.from_ncu is not None and k not in counts:
+                v = m.from_ncu(vals)
+                if v is not None:
+                    counts[k] = v
+        rec = LaunchRecord(r[col["Kernel Name"]] if "Kernel Name" in col else "?", "ncu",
+                           _parse_dims(r[col["Grid Size"]]) if "Grid Size" in col else (),
+                           _parse_dims(r[col["Block Size"]]) if "Block Size" in col else None, counts)
+        rec.ncu_values = vals  # type: ignore[attr-defined]  # every value ncu gave, derived ones included
+        out.append(rec)
+    return out
+
+
+def _ncu_child(spec_path: str) -> None:
+    """Subprocess under ncu: rebuild the call, run it once (compile, autotune), then once more with the profiler on."""
+    import importlib
+
+    import torch
+
+    spec = torch.load(spec_path, weights_only=False)
+    inputs = [x.to(d) if isinstance(x, torch.Tensor) and d else x for x, d in zip(spec["inputs"], spec["devices"],
+                                                                                   strict=True)]
+    kw = spec["kwargs"]
+    if spec["kind"] == "variant":
+        from workbench.registry import variant
+
+        fn: Any = variant(spec["op"], spec["name"])
+    else:
+        fn = importlib.import_module(spec["module"])
+        for part in spec["qualname"].split("."):
+            fn = getattr(fn, part)
+    fn(*inputs, **kw)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    fn(*inputs, **kw)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+# ``wb.profile`` is this module, callable: ``wb.profile(v, ...)`` runs profile(), and ``wb.profile.Profile``,
+# ``wb.profile.register_metric`` ... are reachable too (an import of workbench.profile sets the package attribute
+# to the module, so a plain function of the same name would be replaced by it).
+class _CallableModule(types.ModuleType):
+    def __call__(self, fn: Any, *inputs: Any, **kw: Any) -> Profile:
+        return profile(fn, *inputs, **kw)
+
+
+sys.modules[__name__].__class__ = _CallableModule
