@@ -5,6 +5,7 @@ and the GPU-only mma.sync kernel's logic on the CPU engine with its inline PTX e
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -187,9 +188,24 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
 """
 
 
-def _emulated(text: str, start: str, end: str) -> str:
-    a, b = text.index(start), text.index(end)
-    return text[:a] + PTX_EMULATION + text[b:]
+def _emulated(path: Path, seen: set[Path] | None = None) -> str:
+    """Return the source of ``path`` with its local headers inlined (once each) and ``mma_ptx.cuh`` emulated.
+
+    As text, so the CPU engine's cache recognises the source from run to run.
+    """
+    seen = set() if seen is None else seen
+    out = []
+    for line in path.read_text().splitlines(keepends=True):
+        m = re.match(r'\s*#include "([^"]+)"', line)
+        header = (path.parent / m.group(1)).resolve() if m else None
+        if header is None:
+            out.append(line)
+        elif header.name == "mma_ptx.cuh":
+            out.append(PTX_EMULATION)
+        elif header not in seen:
+            seen.add(header)
+            out.append(_emulated(header, seen))
+    return "".join(out)
 
 
 @pytest.mark.skipif(not CPU_MODE, reason="on a GPU the real kernel runs in test_variant_passes_checker")
@@ -200,13 +216,8 @@ def test_mma_sync_kernel_logic_with_emulated_ptx():
     from workbench.interop import to_raw
 
     root = Path(__file__).resolve().parent.parent
-    gemm_cu = root / "kernels" / "gemm" / "cu"
-    # Sources as text (the header inlined), so the CPU engine's cache recognises them from run to run.
-    gtext = (gemm_cu / "hgemm_mma_sync.cu").read_text().replace('#include "gemm_common.cuh"',
-                                                                (gemm_cu / "gemm_common.cuh").read_text())
-    gmod = cuda.RawModule(_emulated(gtext, "__device__ __forceinline__ unsigned smem_u32", "// Stage k tile"))
-    amod = cuda.RawModule(_emulated((root / "kernels" / "attention" / "attn_flash_mma.cu").read_text(),
-                                    "// ---- PTX helpers", "// ---- end PTX helpers"))
+    gmod = cuda.RawModule(_emulated(root / "kernels" / "gemm" / "cu" / "hgemm_mma_sync.cu"))
+    amod = cuda.RawModule(_emulated(root / "kernels" / "attention" / "attn_flash_mma.cu"))
     suffix = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
     def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

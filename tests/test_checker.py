@@ -8,63 +8,11 @@ import pytest
 import torch
 
 import workbench as wb
+from tests._ops import cheap_shapes, cost
 from tests.conftest import ROOT, cuda_engine_ready
-from workbench.checker import DIAGNOSES, RUN_DIAGNOSES, CheckReport
+from workbench.checker import DIAGNOSES
 
-OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "moe_fp8")
-
-
-def _cost(op: str, shape: dict) -> int:
-    spec = wb.get_op(op)
-    n = 1
-    for k in spec.shape_keys:
-        n *= int(shape.get(k, 1))
-    return n
-
-
-def _cheap_shapes(op: str, limit: int = 300_000) -> list[dict]:
-    """The op's check shapes minus the ones too slow to emulate here (gemm 127x65x129 in the interpreter).
-
-    moe_fp8 keeps all of them (~1 s): its I = 136 shape is the only one that exposes wrong_up_scale_row.
-    """
-    shapes = wb.get_op(op).check_shapes
-    return shapes if op == "moe_fp8" else [s for s in shapes if _cost(op, s) <= limit]
-
-
-KNOWN_WRONG = [(op, v.name) for op in OPS for v in wb.known_wrong(op)]
-
-
-@pytest.fixture(scope="module")
-def wrong_reports() -> dict[tuple[str, str], CheckReport]:
-    """Check each known-wrong kernel once (first dtype, one seed, the cheap check shapes)."""
-    out = {}
-    for op, name in KNOWN_WRONG:
-        v = wb.variant(op, name)
-        out[(op, name)] = wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=_cheap_shapes(op))
-    return out
-
-
-def test_there_are_known_wrong_kernels_to_check():
-    assert len(KNOWN_WRONG) >= 3
-
-
-@pytest.mark.parametrize("op,name", KNOWN_WRONG, ids=[f"{o}/{n}" for o, n in KNOWN_WRONG])
-def test_known_wrong_is_rejected_with_expected_diagnosis(op, name, wrong_reports):
-    v = wb.variant(op, name)
-    rep = wrong_reports[(op, name)]
-    assert not rep.ok and not bool(rep)
-    assert rep.diagnosis == v.expected_diagnosis, rep.summary()
-    s = rep.summary()
-    assert s.startswith(f"FAIL {op}/{name}") and v.expected_diagnosis in s
-    for c in rep.failures:
-        if c.diagnosis in RUN_DIAGNOSES:  # a sanitizer's finding or a mutated input: its message says where
-            assert c.detail and c.diagnosis in c.line()
-        else:
-            assert c.n_mismatch > 0 and c.worst is not None and c.first_indices
-    with pytest.raises(AssertionError, match=f"diagnosis: {v.expected_diagnosis}"):
-        rep.raise_if_failed()
-
-
+# Every op's known-wrong kernels are checked in tests/test_ops.py.
 # The foundation's own kernels; each op's ladder is checked in its own file (tests/test_gemm.py, test_softmax.py, ...).
 CORRECT = [("vecadd", v.name) for v in wb.variants("vecadd", runnable=True) if v.backend != "torch"]
 
@@ -75,11 +23,11 @@ def test_correct_variant_passes(op, name):
     if v.backend == "cuda" and (why := cuda_engine_ready()):
         pytest.skip(f"CUDA C engine not ready: {why}")
     if v.backend == "numba":  # the simulator runs one OS thread per CUDA thread: the smallest and one ragged shape
-        cheap = _cheap_shapes(op, limit=6000)
-        shapes = [cheap[0], max(cheap[1:], key=lambda s: _cost(op, s))] if len(cheap) > 1 else cheap
+        cheap = cheap_shapes(op, limit=6000)
+        shapes = [cheap[0], max(cheap[1:], key=lambda s: cost(op, s))] if len(cheap) > 1 else cheap
         rep = wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=shapes)
     else:
-        rep = wb.check(v, seeds=(0,), shapes=_cheap_shapes(op))
+        rep = wb.check(v, seeds=(0,), shapes=cheap_shapes(op))
     assert rep.ok, rep.summary()
     assert rep.raise_if_failed() is rep
     assert rep.summary().startswith(f"PASS {op}/{name}")

@@ -11,6 +11,7 @@ import re
 import pytest
 
 import workbench as wb
+from workbench.practice import starters
 from workbench.practice.exercises import exercises
 
 MIN_CHARS = 8  # shorter lines ("a + b", "0") are words a hint may need, not code it gives away
@@ -24,8 +25,8 @@ def _code(line: str) -> str:
 
 def solution_only_lines(ex) -> list[str]:
     """Return the code lines of ``ex``'s solution that its starter does not have (comments and blanks ignored)."""
-    starter = {_code(s) for s in ex.starter_file.read_text().splitlines()}
-    found = [_code(s) for s in ex.solution_file.read_text().splitlines()]
+    starter = {_code(s) for s in ex.starter.splitlines()}
+    found = [_code(s) for s in starters.solution_text(ex.solution_file).splitlines()]
     return [c for c in found if len(c) >= MIN_CHARS and c not in starter]
 
 

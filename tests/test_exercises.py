@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import re
 import warnings
 
 import pytest
 
 import workbench as wb
-from workbench.practice.exercises import Exercise, load_function
+from tests.conftest import ROOT
+from workbench.practice import starters
+from workbench.practice.exercises import Exercise, load_function, register_exercise
 
 IDS = wb.exercises()
 
@@ -102,8 +106,93 @@ def test_solution_returns_source(ex_id):
     ex = wb.exercise(ex_id)
     src = ex.solution()
     assert f"def {ex.entry}(" in src
-    assert src == ex.solution_file.read_text()
+    assert src == starters.solution_text(ex.solution_file)
     assert src != ex.starter
+    assert ">>> learner" not in src and "<<< learner" not in src and ">>> learner" not in ex.starter
+
+
+@pytest.mark.parametrize("ex_id", IDS)
+def test_starter_is_the_solution_outside_the_learner_regions(ex_id):
+    """The starter is generated: outside the marked regions it is the solution, line for line, in order."""
+    ex = wb.exercise(ex_id)
+    text = ex.solution_file.read_text()
+    assert text.count(">>> learner") == text.count("<<< learner") >= 1
+    outside, inside = [], False
+    for line in text.splitlines():
+        if line.strip().endswith((">>> learner", "<<< learner")):
+            inside = line.strip().endswith(">>> learner")
+        elif not inside:
+            outside.append(line)
+    for lines in (ex.starter.splitlines(), starters.solution_text(ex.solution_file).splitlines()):
+        it = iter(lines)
+        assert all(any(a == b for b in it) for a in outside)  # `outside` is a subsequence of both texts
+    assert ex.starter_file.read_text() == ex.starter
+
+
+
+def _notebook_starter_cells() -> list[tuple[str, str, str]]:
+    """Return (notebook, exercise id, cell text) of every notebook cell holding an exercise's starter."""
+    cells = []
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            text = "".join(cell["source"])
+            m = re.match(r"# The starter of ([\w-]+):", text)
+            if m and cell["cell_type"] == "code":
+                cells.append((nb.name, m.group(1), text))
+    return cells
+
+
+def test_notebook_starter_cells_are_the_generated_starters():
+    """A notebook's editable starter cell is a copy: its header comment, then the starter, exactly."""
+    cells = _notebook_starter_cells()
+    assert len(cells) >= 10 and {ex for _, ex, _ in cells} <= set(IDS)
+    for nb, ex_id, text in cells:
+        header = re.match(r"(?:#[^\n]*\n)*?# and the check prints why it fails\.\n", text)
+        assert header, f"{nb}: the starter cell of {ex_id} lost its header comment"
+        assert text[header.end():] == wb.exercise(ex_id).starter.rstrip("\n"), (
+            f"{nb}: the starter cell of {ex_id} differs from the starter generated from "
+            f"{wb.exercise(ex_id).solution_file.name}; copy wb.exercise({ex_id!r}).starter into it")
+
+def test_learner_regions_give_the_starter_and_the_solution(tmp_path):
+    src = ("def f(x):\n"
+           "    # >>> learner\n"
+           "    #> # TODO: double x\n"
+           "    #>\n"
+           "    #> return x\n"
+           "    return 2 * x\n"
+           "    # <<< learner\n"
+           "\n"
+           "K = '''\n"
+           "  // >>> learner\n"
+           "  //> v = 0;  // TODO\n"
+           "  v = 2 * x;\n"
+           "  // <<< learner\n"
+           "'''\n")
+    p = tmp_path / "ex_f_solution.py"
+    p.write_text(src)
+    assert starters.starter_text(p) == ("def f(x):\n    # TODO: double x\n\n    return x\n\n"
+                                        "K = '''\n  v = 0;  // TODO\n'''\n")
+    assert starters.solution_text(p) == "def f(x):\n    return 2 * x\n\nK = '''\n  v = 2 * x;\n'''\n"
+    assert load_function(p, "f")(3) == 6
+
+
+@pytest.mark.parametrize("bad,what", [
+    ("# >>> learner\n# >>> learner\n# <<< learner\n", "nested"),
+    ("# <<< learner\n", "unmatched"),
+    ("// >>> learner\n# <<< learner\n", "unmatched"),
+    ("# >>> learner\nx = 1\n", "never closed"),
+])
+def test_malformed_learner_regions_are_refused(bad, what, tmp_path):
+    p = tmp_path / "ex_bad_solution.py"
+    p.write_text(bad)
+    with pytest.raises(starters.RegionError, match=what):
+        starters.starter_text(p)
+
+
+def test_register_exercise_refuses_a_starter_file():
+    with pytest.raises(TypeError, match="generated from the solution"):
+        register_exercise("x", title="x", op="vecadd", statement="x", solution="s.py", starter="t.py", entry="f",
+                          hints=["h"], here=__file__)
 
 
 @pytest.mark.parametrize("ex_id", IDS)
@@ -226,7 +315,7 @@ assert {m[0] for m in MISTAKES} == set(IDS), "every exercise needs its classic m
 
 def _mistaken(ex, edits, tmp_path):
     """Return the exercise's solution with ``edits`` applied, loaded from a file (Triton needs the source)."""
-    src = ex.solution_file.read_text()
+    src = starters.solution_text(ex.solution_file)
     for old, new in edits:
         assert src.count(old) == 1, f"{ex.solution_file.name} no longer holds exactly one {old!r}"
         src = src.replace(old, new)

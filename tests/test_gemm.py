@@ -117,17 +117,12 @@ def test_numba_refuses_large_shapes_with_reason():
     assert v.why_not_here("float32", {"M": 64, "N": 64, "K": 64}) is None
 
 
-@pytest.mark.parametrize("name", sorted(WRONG))
-def test_known_wrong_is_caught_with_its_diagnosis(name):
-    v = wb.variant("gemm", name)
-    assert v.known_wrong and v.expected_diagnosis == WRONG[name]
-    assert name not in _registered()
-    if v.backend == "cuda" and cuda_engine_ready():
-        pytest.skip(cuda_engine_ready())
-    kw = {"shapes": SMALL} if v.backend == "numba" else {}
-    r = wb.check(v, seeds=(0,), **kw)
-    assert not r.ok
-    assert r.diagnosis == v.expected_diagnosis, r.summary()
+def test_known_wrong_kernels_are_registered_with_their_diagnosis():
+    """They are checked with every op's in tests/test_ops.py; here: the ladder keeps them, last."""
+    for name, diagnosis in WRONG.items():
+        v = wb.variant("gemm", name)
+        assert v.known_wrong and v.expected_diagnosis == diagnosis
+        assert name not in _registered()
 
 
 def test_contract_rejects_bad_inputs():

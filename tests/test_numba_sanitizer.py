@@ -24,6 +24,7 @@ from tests.conftest import ROOT, requires_cpu_mode, subprocess_env
 from workbench._sanitize import sanitizing
 from workbench.cuda.errors import MemcheckError, RaceError, SanitizerError, UninitializedError
 from workbench.practice.exercises import exercise, exercises, load_function
+from workbench.practice.starters import solution_text
 
 pytestmark = requires_cpu_mode
 
@@ -42,8 +43,11 @@ def line_of(path: Path, text: str) -> int:
 
 
 def edited(src: Path, tmp_path: Path, name: str, replacements: list[tuple[str, str]]) -> Path:
-    """Write a copy of ``src`` with each (old, new) replaced once: a learner's wrong answer, as a file."""
-    text = src.read_text()
+    """Write a copy of ``src`` with each (old, new) replaced once: a learner's wrong answer, as a file.
+
+    An exercise's solution is read as a learner sees it (without its learner-region markers and starter lines).
+    """
+    text = solution_text(src)
     for old, new in replacements:
         assert text.count(old) == 1, old
         text = text.replace(old, new)

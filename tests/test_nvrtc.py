@@ -25,6 +25,7 @@ import workbench as wb
 from tests._nvrtc import compile_like_cupy, load_nvrtc
 from tests.conftest import ROOT
 from workbench.cuda import _gpu_source, has_inline_asm, load_source
+from workbench.practice.starters import starter_text
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the NVRTC wheel test runs on Linux")
 
@@ -37,15 +38,23 @@ HOPPER_NVCC = {"kernels/gemm/cu/hgemm_wgmma_tma.cu": ("hgemm_wgmma_tma_f16", "hg
 class Build:
     """One NVRTC compile the GPU path makes: a file (or inline source), its options, the kernels it must export."""
 
-    src: str  # repo-relative .cu path, or "module:ATTR" for CUDA C held in a Python string
+    src: str  # repo-relative .cu path, "module:ATTR" for CUDA C held in a Python string, "starter:path:ATTR" for
+    # the same in the starter generated from a solution file
     options: tuple[str, ...]
     names: tuple[str, ...]
 
     @property
     def id(self) -> str:
-        return f"{Path(self.src.split(':')[0]).name}{' ' + ' '.join(self.options) if self.options else ''}"
+        name = Path(self.src.split(":")[1]).stem.replace("solution", "starter") if self.src.startswith("starter:") \
+            else Path(self.src.split(":")[0]).name
+        return f"{name}{' ' + ' '.join(self.options) if self.options else ''}"
 
     def source(self):
+        if self.src.startswith("starter:"):  # what learners start from: run the generated starter, take ATTR
+            _, path, attr = self.src.split(":")
+            ns: dict = {}
+            exec(compile(starter_text(ROOT / path), path, "exec"), ns)  # noqa: S102  (our own exercise)
+            return load_source(ns[attr])
         if ":" in self.src:
             mod, attr = self.src.split(":")
             return load_source(getattr(__import__(mod, fromlist=[attr]), attr))
@@ -53,24 +62,22 @@ class Build:
 
 
 def _softmax_and_small() -> list[Build]:
-    from kernels.softmax import _cuda
-
     out = [Build("kernels/vecadd/vecadd.cu", (), ("vecadd_f32", "vecadd_f16")),
            Build("kernels/rmsnorm/rmsnorm.cu", (), tuple(f"rmsnorm_{s}" for s in SFX)),
            Build("kernels/moe_align/moe_align.cu", (), ("moe_align_count", "moe_align_scatter")),
            Build("kernels.softmax.ex_warp_solution:SOURCE", (), ("softmax_warp",)),
-           Build("kernels.softmax.ex_warp_starter:SOURCE", (), ("softmax_warp",)),  # what learners start from
+           Build("starter:kernels/softmax/ex_warp_solution.py:SOURCE", (), ("softmax_warp",)),
            # known-wrong kernels: their bug must be the one they teach, not a compile error on the GPU
            Build("kernels/vecadd/wrong_vecadd.cu", (), ("vecadd_unguarded_f32",)),
            Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",)),
            Build("kernels/transpose/transpose.cu", (),
                  ("transpose_naive_f32", "transpose_smem_f32", "transpose_padded_f32"))]
     for ex in ("coalesce", "conflicts"):  # the transpose exercises' starters and solutions
-        for part in ("starter", "solution"):
-            out.append(Build(f"kernels.transpose.ex_{ex}_{part}:SOURCE", (), ("transpose_tile",)))
+        out.append(Build(f"kernels.transpose.ex_{ex}_solution:SOURCE", (), ("transpose_tile",)))
+        out.append(Build(f"starter:kernels/transpose/ex_{ex}_solution.py:SOURCE", (), ("transpose_tile",)))
     for stem in ("naive", "online", "warp", "block", "vec", "rows"):
         base = f"softmax_{stem}"
-        out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in _cuda.SUFFIX.values())))
+        out.append(Build(f"kernels/softmax/{base}.cu", (), tuple(f"{base}_{s}" for s in SFX)))
     return out
 
 
@@ -92,24 +99,23 @@ def _gemm() -> list[Build]:
 
 
 def _one_at_a_time() -> list[Build]:
-    from kernels.attention import v3_cuda_flash_simt as simt
-    from kernels.moe import v2_cuda_permute as moe
+    from kernels._launch import SUFFIX, only_dtype
+    from kernels.attention import _cuda as attn
     from kernels.moe_topk import v1_cuda_topk as topk
 
     out = []
     for cu, dtypes in (("attn_flash_simt", (torch.float32, torch.float16, torch.bfloat16)),
                        ("attn_flash_wmma", (torch.float16, torch.bfloat16)),
                        ("attn_flash_mma", (torch.float16, torch.bfloat16))):
-        for hd in simt.HEAD_DIMS:
+        for hd in attn.HEAD_DIMS:
             for dt in dtypes:
-                out.append(Build(f"kernels/attention/{cu}.cu", simt.only(hd, dt), (f"{cu}_d{hd}_{simt.SUFFIX[dt]}",)))
-    for dt, code in moe.DT_CODE.items():
-        s = moe.SUFFIX[dt]
-        out.append(Build("kernels/moe/moe_experts.cu", (f"-DMOE_ONLY_DT={code}",),
+                out.append(Build(f"kernels/attention/{cu}.cu", attn.only(hd, dt), (f"{cu}_d{hd}_{SUFFIX[dt]}",)))
+    for dt, s in SUFFIX.items():
+        out.append(Build("kernels/moe/moe_experts.cu", only_dtype(dt),
                          tuple(f"moe_{k}_{s}" for k in ("permute", "gemm_nt", "silu_mul", "combine"))))
     for vpl in topk.VPLS:
-        for s in SFX:
-            out.append(Build("kernels/moe_topk/moe_topk.cu", topk.only(32 * vpl, s), (f"moe_topk_v{vpl}_{s}",)))
+        for dt, s in SUFFIX.items():
+            out.append(Build("kernels/moe_topk/moe_topk.cu", topk.only(32 * vpl, dt), (f"moe_topk_v{vpl}_{s}",)))
     return out
 
 
@@ -171,7 +177,9 @@ def test_libc_headers_fail_under_nvrtc_as_on_the_gpu():
     # What broke softmax_vec.cu and softmax_rows.cu: g++ and nvcc find <stdint.h>, NVRTC does not.
     src = load_source(K / "softmax" / "softmax_vec.cu")
     text, opts = _gpu_source(src, ())
-    text = text.replace("#include <math_constants.h>", "#include <math_constants.h>\n#include <stdint.h>", 1)
+    inc = '#include "../include/kernel_helpers.cuh"'
+    assert inc in text
+    text = text.replace(inc, "#include <stdint.h>\n" + inc, 1)
     r = compile_like_cupy(text, src.path, opts, "sm_90")
     assert not r.ok and 'cannot open source file "stdint.h"' in r.log
 
@@ -187,7 +195,7 @@ def test_hopper_only_kernels_are_built_with_nvcc_for_sm90a():
         find_cuda_tool("nvcc")
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"no nvcc here: {e}")
-    from kernels.gemm import v2_cuda
+    from kernels._launch import cuda_kernel
 
     for rel, names in HOPPER_NVCC.items():
         cubin = build_cubin(ROOT / rel, "sm_90a").read_bytes()
@@ -197,4 +205,5 @@ def test_hopper_only_kernels_are_built_with_nvcc_for_sm90a():
         text, opts = _gpu_source(src, ())
         r = compile_like_cupy(text, src.path, opts, "sm_90")
         assert not r.ok and "not supported on .target 'sm_90'" in r.log
-    assert v2_cuda.kernel("hgemm_wgmma_tma.cu", "hgemm_wgmma_tma_bf16", arch="sm_90a").arch == "sm_90a"
+    wgmma = cuda_kernel(ROOT / "kernels/gemm/cu/hgemm_wgmma_tma.cu", "hgemm_wgmma_tma", torch.bfloat16, arch="sm_90a")
+    assert wgmma.arch == "sm_90a"

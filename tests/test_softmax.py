@@ -95,14 +95,11 @@ def test_cpu_mode_refusals_say_why():
     assert why and "triton_online" in why
 
 
-def test_known_wrong_kernels_get_their_diagnosis():
+def test_known_wrong_kernels_are_registered():
+    """They are checked, with every op's, in tests/test_ops.py."""
     wrong = wb.known_wrong("softmax")
-    assert {"wrong_unwritten_rows", "wrong_zero_empty_rows"} <= {v.name for v in wrong}
-    for v in wrong:
-        shapes = NUMBA_SHAPES if v.backend == "numba" else SHAPES
-        rep = wb.check(v, shapes=shapes, dtypes=("float32",), seeds=(0,))
-        assert not rep.ok, v.name
-        assert rep.diagnosis == v.expected_diagnosis, (v.name, rep.summary())
+    assert {"wrong_unwritten_rows", "wrong_zero_empty_rows", "wrong_no_max", "wrong_unguarded_warp_slots"} <= {
+        v.name for v in wrong}
 
 
 @pytest.mark.parametrize("bad", ["1d", "3d", "int", "float64", "meta", "noncontig"])

@@ -37,6 +37,35 @@ class UnsupportedHere(RuntimeError):
     """A variant cannot run in this mode (GPU-only kernel in cpu mode, bf16 under the Triton interpreter, ...)."""
 
 
+@dataclass(frozen=True)
+class CpuLimit:
+    """The largest problem a variant takes in cpu mode, where its emulator is slow: declared data, not code.
+
+    ``size`` is a product of shape keys and integers (``"M*N*K"``, ``"3*T*top_k*I*d"``), ``most`` its largest value
+    there, ``why`` what makes the emulation slow (``"the Numba simulator runs one OS thread per CUDA thread"``). On
+    a GPU any size runs.
+    """
+
+    size: str
+    most: int
+    why: str
+
+    def value(self, shape: dict) -> int:
+        """Return ``size`` evaluated at ``shape``."""
+        v = 1
+        for f in self.size.split("*"):
+            f = f.strip()
+            v *= int(f) if f.isdigit() else int(shape[f])
+        return v
+
+    def problem(self, who: str, shape: dict) -> str | None:
+        """Return why ``who`` refuses ``shape`` in cpu mode, or None when it fits."""
+        v = self.value(shape)
+        if v <= self.most:
+            return None
+        return f"{who}: {self.size} <= {self.most} in cpu mode ({self.why}), got {v}; on a GPU any size runs"
+
+
 def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
     """Return the torch dtype for a torch dtype or its name ('float16', 'fp16', 'bf16', ...)."""
     if isinstance(dtype, torch.dtype):
@@ -115,6 +144,7 @@ class Op:
 _OPS: dict[str, Op] = {}
 _VARIANTS: dict[str, list[Variant]] = {}
 _LOADED: set[str] = set()
+_LADDERS: dict[str, tuple[str, ...]] = {}
 
 
 def register_op(op: Op) -> Op:
@@ -245,6 +275,8 @@ class Variant:
     bytes_fn: Callable[..., float] | None = None
     gpu_note: str = ""  # why it is GPU-only
     bf16_dot: bool = True  # False when its tl.dot never takes bf16 operands even though the op's dtype is bf16
+    cpu_limit: CpuLimit | None = None  # the largest problem it takes in cpu mode (emulators are slow)
+    alignment: int = 0  # bytes its launcher needs its inputs' data aligned to; a misaligned input is copied
 
     @property
     def known_wrong(self) -> bool:
@@ -285,10 +317,15 @@ class Variant:
             if MODE == "cpu" and dt == torch.bfloat16 and self.backend in ("numba", "cupy"):
                 return (f"{self.op}/{self.name}: numpy has no bfloat16, so the {self.backend} emulation in cpu mode "
                         "cannot take it; use float16 or float32 here")
-        if shape is not None and self.supports is not None:
-            if dtype is not None and _takes_dtype(self.supports):
-                return self.supports(shape, as_dtype(dtype))
-            return self.supports(shape)
+        if shape is None:
+            return None
+        if self.supports is not None:
+            why = self.supports(shape, as_dtype(dtype)) if dtype is not None and _takes_dtype(self.supports) \
+                else self.supports(shape)
+            if why:
+                return why
+        if MODE == "cpu" and self.cpu_limit is not None:
+            return self.cpu_limit.problem(f"{self.op}/{self.name}", shape)
         return None
 
     def runs_here(self, dtype: torch.dtype | str | None = None, shape: dict | None = None) -> bool:
@@ -308,11 +345,20 @@ class Variant:
         why = self.why_not_here(dt, {**shape, **kw})
         if why:
             raise UnsupportedHere(why)
+        if self.alignment:
+            inputs = tuple(_aligned(t, self.alignment) for t in inputs)
         return self.fn(*inputs, **kw)
 
     def __repr__(self) -> str:
         where = "GPU only" if self.gpu_only else "GPU + cpu emulation"
         return f"<Variant {self.op}/{self.name} [{self.backend}, {where}]: {self.idea}>"
+
+
+def _aligned(t: Any, nbytes: int) -> Any:
+    """Return tensor ``t``, or a copy whose data starts on an ``nbytes`` boundary (a view into a larger buffer)."""
+    if isinstance(t, torch.Tensor) and t.numel() and t.data_ptr() % nbytes:
+        return t.clone()
+    return t
 
 
 @functools.cache
@@ -337,14 +383,18 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
              dtypes: Sequence[torch.dtype | str] | None = None, cu_file: str | Path | None = None,
              expected_diagnosis: str | None = None, supports: Callable[[dict], str | None] | None = None,
              inspect_spec: Callable[[], dict] | None = None, flops: Callable[..., float] | None = None,
-             bytes: Callable[..., float] | None = None, gpu_note: str = "", bf16_dot: bool = True
-             ) -> Callable:  # noqa: A002
+             bytes: Callable[..., float] | None = None, gpu_note: str = "", bf16_dot: bool = True,
+             cpu_limit: CpuLimit | None = None, alignment: int = 0) -> Callable:  # noqa: A002
     """Register the decorated function as a variant of ``op``; returns the :class:`Variant`.
 
     ``name`` defaults to the function name; the variant's source file is the function's file and ``cu_file``
     (relative to it) names the CUDA C source for backend ``"cuda"``. A Triton variant of a bfloat16 op is refused in
     cpu mode (the interpreter's bf16 ``tl.dot`` is garbage) unless ``bf16_dot=False`` says its dots never take bf16
     operands (moe_fp8: bf16 in and out, e4m3 dots on a GPU and exact fp16 ones in the interpreter).
+    ``cpu_limit`` declares the largest problem it takes in cpu mode (:class:`CpuLimit`); ``alignment`` the byte
+    boundary its launcher needs the inputs' data on (16 for 16-byte vector loads): a call with a misaligned input (a
+    view into a larger buffer) hands the launcher an aligned copy. The op's ladder (:func:`teaching_order`) decides
+    where it appears in :func:`variants`, not the order of registration.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
@@ -359,7 +409,8 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
         v = Variant(op=op, name=name or fn.__name__, backend=backend, idea=idea, fn=fn, gpu_only=gpu_only,
                     dtypes=tuple(as_dtype(d) for d in (dtypes or _OPS[op].dtypes)), source=src, cu_file=cu,
                     expected_diagnosis=expected_diagnosis, supports=supports, inspect_spec=inspect_spec,
-                    flops_fn=flops, bytes_fn=bytes, gpu_note=gpu_note, bf16_dot=bf16_dot)
+                    flops_fn=flops, bytes_fn=bytes, gpu_note=gpu_note, bf16_dot=bf16_dot, cpu_limit=cpu_limit,
+                    alignment=int(alignment))
         lst = _VARIANTS.setdefault(op, [])
         lst[:] = [x for x in lst if x.name != v.name]  # re-registering (module reload) replaces
         lst.append(v)
@@ -368,15 +419,38 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
     return deco
 
 
+def teaching_order(op: str, names: Sequence[str]) -> None:
+    """Declare ``op``'s ladder: its variants' names in teaching order (baselines first, known-wrong kernels last).
+
+    :func:`variants` lists them in this order whatever order their modules were imported in; a variant the ladder
+    does not name (one a notebook registers) comes after the named ones, in registration order.
+    """
+    names = tuple(names)
+    if len(set(names)) != len(names):
+        raise ValueError(f"teaching_order({op!r}): a name appears twice in {list(names)}")
+    _LADDERS[op] = names
+
+
+def ladder(op: str) -> tuple[str, ...]:
+    """Return the variant names ``op``'s ladder declares (empty when it declares none)."""
+    get_op(op, with_variants=True)
+    return _LADDERS.get(op, ())
+
+
+def _in_order(op: str, vs: list[Variant]) -> list[Variant]:
+    rank = {n: i for i, n in enumerate(_LADDERS.get(op, ()))}
+    return sorted(vs, key=lambda v: rank.get(v.name, len(rank)))  # stable: unnamed ones keep registration order
+
+
 def variants(op: str, *, include_wrong: bool = False, runnable: bool = False,
              backend: str | None = None) -> list[Variant]:
-    """Return the variants of ``op`` in teaching order.
+    """Return the variants of ``op`` in teaching order (the op's :func:`teaching_order`).
 
     Known-wrong kernels are left out unless ``include_wrong``; ``runnable`` keeps only those that run in this
     mode; ``backend`` filters by backend.
     """
     get_op(op, with_variants=True)
-    out = [v for v in _VARIANTS[op] if include_wrong or not v.known_wrong]
+    out = [v for v in _in_order(op, _VARIANTS[op]) if include_wrong or not v.known_wrong]
     if runnable:
         out = [v for v in out if not (v.gpu_only and MODE != "gpu")]
     if backend is not None:

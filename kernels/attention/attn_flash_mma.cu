@@ -20,50 +20,12 @@
 // Causal: tiles past the block's last row are skipped (BR = BC: the last tile is the diagonal one).
 // Any Sq, Sk; D is zero-padded to the compiled HD in {16, 32, 64, 128}; D % 8 != 0 (or unaligned rows) takes
 // a guarded element-copy path instead of cp.async.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <math_constants.h>
+#include "../include/kernel_helpers.cuh"  // to_f32, from_f32, instance selection
+#include "../include/mma_ptx.cuh"  // cp.async, ldmatrix, mma.sync m16n8k16
 
 #define BR 64   // query rows per block: 4 warps x 16
 #define BC 64   // keys per K/V tile
 #define NT 128  // threads per block
-
-// ---- PTX helpers (as in kernels/gemm/cu/hgemm_mma_sync.cu). tests/test_attention_simt.py swaps this block for
-// C++ emulations (warp shuffles) to run the kernel's logic on the CPU engine: keep the two marker lines.
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  // src_bytes < 16 zero-fills the rest (0: no global read at all).
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
-}
-template <typename T> __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-                                                               unsigned b1);
-template <> __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const unsigned (&a)[4], unsigned b0,
-                                                             unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const unsigned (&a)[4],
-                                                                    unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// ---- end PTX helpers
 
 // Two fp32 values as one register of two 16-bit values (the first in the low half), and back.
 __device__ __forceinline__ unsigned pack2(float a, float b, __half) {
@@ -82,11 +44,6 @@ __device__ __forceinline__ float sum2(unsigned u, __nv_bfloat16) {
   float2 f = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&u));
   return f.x + f.y;
 }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
 
 // Stage rows row0 .. row0+63 of src[S][D] into dst[64][HD + 8], zero padded: 16-byte cp.async chunks when `vec`
 // (D % 8 == 0, 16-byte aligned rows), else guarded element copies (synchronous; the next barrier covers them).
@@ -238,39 +195,12 @@ __device__ void attn_flash_mma(const T* __restrict__ q, const T* __restrict__ k,
   }
 }
 
-// One extern "C" kernel per (padded head dim, dtype): attn_flash_mma_d<HD>_<f16|bf16>. -DATTN_ONLY_HD=<HD> and
-// -DATTN_ONLY_DT=<2 f16 | 3 bf16> compile just one (the GPU launcher and wb.inspect do).
-#define ATTN_MMA(HD, SUF, T)                                                                                      \
+// One extern "C" kernel per (padded head dim, dtype): attn_flash_mma_d<HD>_<f16|bf16>. -DWB_ONLY_HD=<HD> and
+// -DWB_ONLY_DT=<2 f16 | 3 bf16> compile just one (the GPU launcher and wb.inspect do).
+#define ATTN_MMA(SUF, T, HD)                                                                                      \
   extern "C" __global__ void __launch_bounds__(NT)                                                                \
-      attn_flash_mma_d##HD##_##SUF(const T* q, const T* k, const T* v, T* o, int Sq, int Sk, int D,              \
+      attn_flash_mma_d##HD##_##SUF(const T* q, const T* k, const T* v, T* o, int Sq, int Sk, int D,               \
                                    float scale_log2, int causal, int vec) {                                       \
     attn_flash_mma<T, HD>(q, k, v, o, Sq, Sk, D, scale_log2, causal, vec != 0);                                   \
   }
-#ifndef ATTN_ONLY_HD
-#define ATTN_ONLY_HD 0
-#endif
-#ifndef ATTN_ONLY_DT
-#define ATTN_ONLY_DT 0
-#endif
-#if ATTN_ONLY_DT == 0 || ATTN_ONLY_DT == 2
-#define ATTN_F16(HD) ATTN_MMA(HD, f16, __half)
-#else
-#define ATTN_F16(HD)
-#endif
-#if ATTN_ONLY_DT == 0 || ATTN_ONLY_DT == 3
-#define ATTN_BF16(HD) ATTN_MMA(HD, bf16, __nv_bfloat16)
-#else
-#define ATTN_BF16(HD)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 16
-ATTN_F16(16) ATTN_BF16(16)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 32
-ATTN_F16(32) ATTN_BF16(32)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 64
-ATTN_F16(64) ATTN_BF16(64)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 128
-ATTN_F16(128) ATTN_BF16(128)
-#endif
+WB_EACH_HEAD_DIM(WB_EACH_HALF, ATTN_MMA)

@@ -19,21 +19,11 @@
 // Causal (top-left aligned, key j visible to query i iff j <= i): tiles starting after the block's last query row
 // are fully masked and skipped; the diagonal tile masks element-wise. Any Sq, Sk (ragged tiles are masked); the
 // head dim D is padded with zeros to the compiled HD in {16, 32, 64, 128}, so any 1 <= D <= 128 runs.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <math_constants.h>
+#include "../include/kernel_helpers.cuh"  // to_f32, from_f32, instance selection
 
 #define BR 32  // query rows per block
 #define G 4    // threads per query row
 #define BC 32  // keys per K/V tile
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
 
 // q, k, v, o: [BH, S, D] row-major (B and H flattened). scale_log2 = scale * log2(e).
 template <typename T, int HD>
@@ -129,45 +119,12 @@ __device__ void attn_flash_simt(const T* __restrict__ q, const T* __restrict__ k
 }
 
 // One extern "C" kernel per (padded head dim, dtype): attn_flash_simt_d<HD>_<f32|f16|bf16>, 12 in all (~20 s of
-// nvcc on 2 cores). -DATTN_ONLY_HD=<HD> and -DATTN_ONLY_DT=<1 f32 | 2 f16 | 3 bf16> compile just one of them
+// nvcc on 2 cores). -DWB_ONLY_HD=<HD> and -DWB_ONLY_DT=<1 f32 | 2 f16 | 3 bf16> compile just one of them
 // (the GPU launcher and wb.inspect do; the CPU engine builds them all at once).
-#define ATTN_SIMT(HD, SUF, T)                                                                                     \
+#define ATTN_SIMT(SUF, T, HD)                                                                                     \
   extern "C" __global__ void __launch_bounds__(BR * G)                                                            \
-      attn_flash_simt_d##HD##_##SUF(const T* q, const T* k, const T* v, T* o, int Sq, int Sk, int D,             \
+      attn_flash_simt_d##HD##_##SUF(const T* q, const T* k, const T* v, T* o, int Sq, int Sk, int D,              \
                                     float scale_log2, int causal) {                                               \
     attn_flash_simt<T, HD>(q, k, v, o, Sq, Sk, D, scale_log2, causal);                                            \
   }
-#ifndef ATTN_ONLY_HD
-#define ATTN_ONLY_HD 0
-#endif
-#ifndef ATTN_ONLY_DT
-#define ATTN_ONLY_DT 0
-#endif
-#if ATTN_ONLY_DT == 0 || ATTN_ONLY_DT == 1
-#define ATTN_F32(HD) ATTN_SIMT(HD, f32, float)
-#else
-#define ATTN_F32(HD)
-#endif
-#if ATTN_ONLY_DT == 0 || ATTN_ONLY_DT == 2
-#define ATTN_F16(HD) ATTN_SIMT(HD, f16, __half)
-#else
-#define ATTN_F16(HD)
-#endif
-#if ATTN_ONLY_DT == 0 || ATTN_ONLY_DT == 3
-#define ATTN_BF16(HD) ATTN_SIMT(HD, bf16, __nv_bfloat16)
-#else
-#define ATTN_BF16(HD)
-#endif
-#define ATTN_SIMT_ALL(HD) ATTN_F32(HD) ATTN_F16(HD) ATTN_BF16(HD)
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 16
-ATTN_SIMT_ALL(16)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 32
-ATTN_SIMT_ALL(32)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 64
-ATTN_SIMT_ALL(64)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 128
-ATTN_SIMT_ALL(128)
-#endif
+WB_EACH_HEAD_DIM(WB_EACH_DTYPE, ATTN_SIMT)

@@ -21,9 +21,7 @@
 // a warp whose 16 rows all precede the tile skips its math (it still meets the block's barriers).
 // Any Sq, Sk; D is zero-padded to the compiled HD in {16, 32, 64, 128} (wmma works in 16-wide k steps).
 // ptxas (sm_90, HD = 128, fp16): 166 registers, no spills, 64 HMMA per tile loop -> 3 blocks (12 warps) per SM.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <math_constants.h>
+#include "../include/kernel_helpers.cuh"  // to_f32, from_f32, instance selection
 #include <mma.h>
 
 using namespace nvcuda;
@@ -33,12 +31,6 @@ using namespace nvcuda;
 #define BC 32  // keys per K/V tile
 #define PAD 8   // halves of padding per row of the Q/K/V/P tiles (16 B: keeps wmma's 16-byte ldm rule)
 #define SPAD 4  // floats of padding per row of the S strip
-
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
 
 // q, k, v, o: [BH, S, D] row-major (B and H flattened). scale_log2 = scale * log2(e).
 template <typename T, int HD>
@@ -179,39 +171,12 @@ __device__ void attn_flash_wmma(const T* __restrict__ q, const T* __restrict__ k
   }
 }
 
-// One extern "C" kernel per (padded head dim, dtype): attn_flash_wmma_d<HD>_<f16|bf16>. -DATTN_ONLY_HD=<HD> and
-// -DATTN_ONLY_DT=<2 f16 | 3 bf16> compile just one (the GPU launcher and wb.inspect do).
-#define ATTN_WMMA(HD, SUF, T)                                                                                     \
-  extern "C" __global__ void __launch_bounds__(NT)                                                            \
-      attn_flash_wmma_d##HD##_##SUF(const T* q, const T* k, const T* v, T* o, int Sq, int Sk, int D,             \
+// One extern "C" kernel per (padded head dim, dtype): attn_flash_wmma_d<HD>_<f16|bf16>. -DWB_ONLY_HD=<HD> and
+// -DWB_ONLY_DT=<2 f16 | 3 bf16> compile just one (the GPU launcher and wb.inspect do).
+#define ATTN_WMMA(SUF, T, HD)                                                                                     \
+  extern "C" __global__ void __launch_bounds__(NT)                                                                \
+      attn_flash_wmma_d##HD##_##SUF(const T* q, const T* k, const T* v, T* o, int Sq, int Sk, int D,              \
                                     float scale_log2, int causal) {                                               \
     attn_flash_wmma<T, HD>(q, k, v, o, Sq, Sk, D, scale_log2, causal);                                            \
   }
-#ifndef ATTN_ONLY_HD
-#define ATTN_ONLY_HD 0
-#endif
-#ifndef ATTN_ONLY_DT
-#define ATTN_ONLY_DT 0
-#endif
-#if ATTN_ONLY_DT == 0 || ATTN_ONLY_DT == 2
-#define ATTN_F16(HD) ATTN_WMMA(HD, f16, __half)
-#else
-#define ATTN_F16(HD)
-#endif
-#if ATTN_ONLY_DT == 0 || ATTN_ONLY_DT == 3
-#define ATTN_BF16(HD) ATTN_WMMA(HD, bf16, __nv_bfloat16)
-#else
-#define ATTN_BF16(HD)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 16
-ATTN_F16(16) ATTN_BF16(16)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 32
-ATTN_F16(32) ATTN_BF16(32)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 64
-ATTN_F16(64) ATTN_BF16(64)
-#endif
-#if ATTN_ONLY_HD == 0 || ATTN_ONLY_HD == 128
-ATTN_F16(128) ATTN_BF16(128)
-#endif
+WB_EACH_HEAD_DIM(WB_EACH_HALF, ATTN_WMMA)

@@ -26,9 +26,13 @@ def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, Sq, Sk, D, scale, CAUSAL: tl.co
     m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)  # running max of each row's scores
     l_i = tl.zeros((BLOCK_M,), tl.float32)  # running sum of exp(s - m_i)
     acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)  # running sum of exp(s - m_i) * v
+    # >>> learner
+    #> # TODO (causal, 1 of 2): with CAUSAL, key tiles past this query tile's diagonal are fully masked. Stop before.
+    #> hi = Sk
     # Causal: query i sees keys j <= i (top-left aligned, also when Sq != Sk). Key tiles past this query tile's
     # diagonal are fully masked: stop before them. For Sq = Sk that skips (T - 1) T / 2 of the T^2 tile pairs.
     hi = tl.minimum((pid_m + 1) * BLOCK_M, Sk) if CAUSAL else Sk
+    # <<< learner
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = (offs_n[:, None] < Sk) & (offs_d[None, :] < D)
@@ -36,8 +40,11 @@ def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, Sq, Sk, D, scale, CAUSAL: tl.co
         v = tl.load(v_ptr + offs_n[:, None] * D + offs_d[None, :], mask=col_ok, other=0.0)
         s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale  # [BLOCK_M, BLOCK_N] scores, fp32
         s = tl.where(offs_n[None, :] < Sk, s, -float("inf"))  # keys past Sk add exp(-inf) = 0
+        # >>> learner
+        #> # TODO (causal, 2 of 2): with CAUSAL, query i must not see key j > i. Mask those scores.
         if CAUSAL:  # only the diagonal tile has masked pairs; masking every tile is simpler and costs no reads
             s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float("inf"))
+        # <<< learner
         m_new = tl.maximum(m_i, tl.max(s, axis=1))  # finite: every row sees key start_n <= its own index
         p = tl.exp(s - m_new[:, None])
         alpha = tl.exp(m_i - m_new)  # rescale the old sums to the new max (exp(-inf) = 0 on the first tile)

@@ -35,9 +35,14 @@ def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, Sq, Sk, D, scale,
         s = tl.where(offs_n[None, :] < Sk, s, -float("inf"))  # keys past Sk add exp(-inf) = 0
         m_new = tl.maximum(m_i, tl.max(s, axis=1))  # finite: every tile has at least one real key
         p = tl.exp(s - m_new[:, None])
+        # >>> learner
+        #> # TODO: l_i and acc hold sums of exp(s - m_i) over the old tiles, but p is exp(s - m_new). Fix the update.
+        #> l_i = l_i + tl.sum(p, axis=1)
+        #> acc = acc + tl.dot(p.to(v.dtype), v, input_precision="ieee")
         alpha = tl.exp(m_i - m_new)  # rescale the old sums to the new max (exp(-inf) = 0 on the first tile)
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
+        # <<< learner
         m_i = m_new
     o = acc / l_i[:, None]
     tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], o.to(o_ptr.dtype.element_ty), mask=row_ok)

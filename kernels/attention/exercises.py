@@ -22,7 +22,6 @@ register_exercise(
     title="FlashAttention forward in Triton: the online-softmax update",
     op="attention",
     here=__file__,
-    starter="ex_online_starter.py",
     solution="ex_online_solution.py",
     entry="attention",
     statement="""
@@ -59,7 +58,6 @@ register_exercise(
     title="Causal FlashAttention in Triton: skip the masked tiles, mask the diagonal",
     op="attention",
     here=__file__,
-    starter="ex_causal_starter.py",
     solution="ex_causal_solution.py",
     entry="attention",
     statement="""

@@ -145,6 +145,13 @@ _CPU_SHAPES += [{"B": 2, "H": 1, "Sq": 17, "Sk": 17, "D": 16, "causal": True},
                 {"B": 1, "H": 2, "Sq": 17, "Sk": 33, "D": 16, "causal": False},
                 {"B": 1, "H": 1, "Sq": 33, "Sk": 17, "D": 16, "causal": True}]
 
+# Benchmarks: 16k tokens per batch at each sequence length (FlashAttention-2's sweep), head dim 128; attention_bwd
+# benchmarks at the same shapes.
+BENCH_SHAPES = {"gpu": [{"B": 16384 // s, "H": 16, "Sq": s, "Sk": s, "D": 128, "causal": False}
+                        for s in (512, 1024, 2048, 4096, 8192, 16384)],
+                "quick": [{"B": 4, "H": 16, "Sq": 4096, "Sk": 4096, "D": 128, "causal": False}],
+                "cpu": [{"B": 1, "H": 2, "Sq": 64, "Sk": 64, "D": 32, "causal": False}]}
+
 OP = register_op(Op(
     name="attention",
     signature="attention(q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,D], causal=False, scale=None) -> [B,H,Sq,D]",
@@ -161,10 +168,7 @@ OP = register_op(Op(
     cases=("random", "nan"),
     explain=explain,
     case_shapes={"nan": lambda s: s["D"] == 16 and 1 < s["Sq"] * s["Sk"] <= 17 * 40},
-    bench_shapes={"gpu": [{"B": 16384 // s, "H": 16, "Sq": s, "Sk": s, "D": 128, "causal": False}
-                          for s in (512, 1024, 2048, 4096, 8192, 16384)],
-                  "quick": [{"B": 4, "H": 16, "Sq": 4096, "Sk": 4096, "D": 128, "causal": False}],
-                  "cpu": [{"B": 1, "H": 2, "Sq": 64, "Sk": 64, "D": 32, "causal": False}]},
+    bench_shapes=BENCH_SHAPES,
     size_key=lambda s: s["Sq"],
     doc="Two matmuls around a row softmax; standard attention writes the SxS matrix to memory, flash does not.",
 ))

@@ -14,16 +14,18 @@ import math
 
 import torch
 
-from workbench import MODE, empty_like, register
+from kernels.attention._host import rows_3d, start
+from workbench import MODE, register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.registry import CpuLimit
 
 # cpu mode uses one warp's worth: the simulator runs each CUDA thread as an OS thread, and every barrier waits for
 # all of them to get the GIL (a tree reduction's 2 * log2(32) = 10 barriers per row took ~0.4 s per row).
 THREADS = 128 if MODE == "gpu" else 32
 MAX_SK = 8192  # the score row in shared memory: 8192 fp32 = 32 KiB per block (the static limit is 48 KiB)
 # The simulator takes ~0.1 s per query row (32 OS threads, 2 barriers, Sk * D * 2 multiply-adds): cap the rows.
-CPU_MAX_ROWS = 64  # B * H * Sq
+CPU_LIMIT = CpuLimit("B*H*Sq", 64, "the Numba simulator runs one OS thread per CUDA thread, ~0.1 s per query row")
 
 
 @cuda.jit
@@ -79,27 +81,20 @@ def _supports(shape: dict) -> str | None:
     if shape["Sk"] > MAX_SK:
         return (f"attention/numba_naive keeps a whole score row in shared memory: Sk <= {MAX_SK} (32 KiB of fp32), "
                 f"got Sk={shape['Sk']}; the flash variants have no Sk limit")
-    rows = shape["B"] * shape["H"] * shape["Sq"]
-    if MODE == "cpu" and rows > CPU_MAX_ROWS:
-        return (f"attention/numba_naive: B*H*Sq <= {CPU_MAX_ROWS} query rows in cpu mode (the Numba simulator runs "
-                f"one OS thread per CUDA thread, ~0.1 s per row), got {rows}; on a GPU any size runs")
     return None
 
 
 @register("attention", "numba_naive", backend="numba", dtypes=("float32", "float16"),
-          supports=numba_supports(_supports),
+          supports=numba_supports(_supports), cpu_limit=CPU_LIMIT,
           idea="Numba: one block per query row, the score row in shared memory, block max and sum, then P @ V.")
 def numba_naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                 scale: float | None = None) -> torch.Tensor:
     b, h, sq, d = q.shape
     sk = k.shape[2]
-    out = empty_like(q)
-    if out.numel() == 0:
+    out, scale = start(q, k, scale)
+    if scale is None:
         return out
-    if sk == 0:  # softmax over no keys, times an empty V: the reference gives zeros
-        return out.zero_()
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    q3, k3, v3, o3 = (t.view(b * h, t.shape[2], d) for t in (q, k, v, out))
+    q3, k3, v3, o3 = rows_3d(q, k, v, out)
     attention_row[(sq, b * h), THREADS](to_numba(q3), to_numba(k3), to_numba(v3), to_numba(o3), sk, d,
                                         float32(scale), causal)
     return out

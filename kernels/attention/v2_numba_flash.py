@@ -17,16 +17,20 @@ import math
 
 import torch
 
-from workbench import MODE, empty_like, register
+from kernels.attention._host import rows_3d, start
+from workbench import MODE, register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.registry import CpuLimit
 
 BR = 64 if MODE == "gpu" else 32  # query rows per block = threads per block (the simulator: one OS thread each)
 BC = 32  # keys per K/V tile
 DMAX = 128  # head dim bound: shared K and V tiles are BC x DMAX fp32 = 2 * 32 * 128 * 4 B = 32 KiB per block
-# The simulator runs ~5 us per multiply-add: cap the work of one call (2 * Sq * Sk * D multiply-adds per head).
-# 2^19 admits every check shape of the op (the largest, H=2 x 100 x 100 x D=16, takes ~3 s on 2 cores).
-CPU_MAX_WORK = 2**19  # B * H * Sq * Sk * D
+# The simulator runs ~2-7 us per multiply-add (measured here on one core: 32x32 keys, D = 16 in 0.23 s; 64x64,
+# D = 32 in 0.64 s): cap one call at B*H*Sq*Sk*D = 2^19 (2^20 multiply-adds, a few seconds), which admits every
+# check shape of the op (the largest, H=2 x 100 x 100 x D=16, takes ~3 s on 2 cores).
+CPU_LIMIT = CpuLimit("B*H*Sq*Sk*D", 2**19,
+                     "the Numba simulator runs one OS thread per CUDA thread, ~2-7 us per multiply-add")
 
 
 @cuda.jit
@@ -36,7 +40,7 @@ def flash_fwd(q, k, v, out, sq, sk, d, scale, causal):
     t = cuda.threadIdx.x
     i = r0 + t  # this thread's query row
     ks = cuda.shared.array((BC, DMAX), float32)  # K tile: 16 KiB
-    vs = cuda.shared.array((BC, DMAX), float32)  # V tile: 16 KiB (own line: the simulator aliases same-line arrays)
+    vs = cuda.shared.array((BC, DMAX), float32)  # V tile: 16 KiB
     qr = cuda.local.array(DMAX, float32)  # q row, pre-multiplied by the scale
     o = cuda.local.array(DMAX, float32)  # unnormalised output row
     s = cuda.local.array(BC, float32)  # this tile's scores
@@ -92,27 +96,20 @@ def _supports(shape: dict) -> str | None:
     if shape["D"] > DMAX:
         return (f"attention/numba_flash: head dim D <= {DMAX} (local o[D] and shared K/V tiles are sized for it), "
                 f"got D={shape['D']}")
-    work = shape["B"] * shape["H"] * shape["Sq"] * shape["Sk"] * shape["D"]
-    if MODE == "cpu" and work > CPU_MAX_WORK:
-        return (f"attention/numba_flash: B*H*Sq*Sk*D <= {CPU_MAX_WORK} in cpu mode (the Numba simulator runs one OS "
-                f"thread per CUDA thread, ~5 us per multiply-add), got {work}; on a GPU any size runs")
     return None
 
 
 @register("attention", "numba_flash", backend="numba", dtypes=("float32", "float16"),
-          supports=numba_supports(_supports),
+          supports=numba_supports(_supports), cpu_limit=CPU_LIMIT,
           idea="Numba, FlashAttention-2's loop order: a thread per query row, K/V tiles shared by the block.")
 def numba_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                 scale: float | None = None) -> torch.Tensor:
     b, h, sq, d = q.shape
     sk = k.shape[2]
-    out = empty_like(q)
-    if out.numel() == 0:
+    out, scale = start(q, k, scale)
+    if scale is None:
         return out
-    if sk == 0:  # softmax over no keys, times an empty V: the reference gives zeros
-        return out.zero_()
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    q3, k3, v3, o3 = (t.view(b * h, t.shape[2], d) for t in (q, k, v, out))
+    q3, k3, v3, o3 = rows_3d(q, k, v, out)
     flash_fwd[((sq + BR - 1) // BR, b * h), BR](to_numba(q3), to_numba(k3), to_numba(v3), to_numba(o3), sq, sk, d,
                                                 float32(scale), causal)
     return out

@@ -55,11 +55,14 @@ def dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, Sq, Sk, D
 @triton.jit
 def dkdv_step(dk, dv, q, do, v, s, lse, delta, scale):
     """Return dK and dV [BLOCK_N, BLOCK_D] plus this query tile's share (s: [BLOCK_M, BLOCK_N], -inf if masked)."""
+    # >>> learner
+    #> # TODO: rebuild P from s and lse, then add this query tile's share to dV and dK (dP and dS on the way).
     p = tl.exp(s - lse[:, None])  # P = exp(S - lse): the forward's probabilities, 0 where masked
     dv += tl.dot(tl.trans(p.to(do.dtype)), do, input_precision="ieee")  # dV += P^T dO  [BLOCK_N, D]
     dp = tl.dot(do, tl.trans(v), input_precision="ieee")  # dP = dO V^T  [BLOCK_M, BLOCK_N]
     ds = p * (dp - delta[:, None])  # dS = P * (dP - Delta)
     dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision="ieee") * scale  # dK += scale * dS^T Q
+    # <<< learner
     return dk, dv
 
 

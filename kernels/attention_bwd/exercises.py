@@ -16,7 +16,6 @@ register_exercise(
     title="FlashAttention backward in Triton: the dK/dV step",
     op="attention_bwd",
     here=__file__,
-    starter="ex_dkdv_starter.py",
     solution="ex_dkdv_solution.py",
     entry="attention_bwd",
     statement="""

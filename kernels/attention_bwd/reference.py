@@ -22,6 +22,7 @@ import warnings
 
 import torch
 
+from kernels.attention.reference import BENCH_SHAPES
 from workbench import MODE
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
 from workbench.registry import Op, register, register_op
@@ -122,10 +123,7 @@ register_op(Op(
     call_kwargs=("causal", "scale"),
     tolerance=tolerance,
     package="kernels.attention_bwd.variants",
-    bench_shapes={"gpu": [{"B": 16384 // s, "H": 16, "Sq": s, "Sk": s, "D": 128, "causal": False}
-                          for s in (512, 1024, 2048, 4096, 8192, 16384)],
-                  "quick": [{"B": 4, "H": 16, "Sq": 4096, "Sk": 4096, "D": 128, "causal": False}],
-                  "cpu": [{"B": 1, "H": 2, "Sq": 64, "Sk": 64, "D": 32, "causal": False}]},
+    bench_shapes=BENCH_SHAPES,  # the forward's
     size_key=lambda s: s["Sq"],
     outputs=("dq", "dk", "dv"),
     dtype_of=lambda q, *rest: q.dtype,

@@ -20,23 +20,26 @@ makes the same trade (one launch: a dK/dV loop, then a dQ loop); FlashAttention-
 
 Causal: the dK/dV loop starts at the first query tile that reaches the key tile's diagonal; the dQ loop stops at
 the query tile's last row. Tiles fully inside the triangle (and inside Sq/Sk) run without masks; the diagonal
-tiles and the ragged ends run the masked copy of the step. Kernels call no other ``@triton.jit`` function, so
-``workbench.inspect`` can compile each one for sm_90.
+tiles and the ragged ends run the masked copy of the step. The step is written out twice in each kernel, not called
+as a ``@triton.jit`` helper: under the interpreter (cpu mode) a helper call costs ~0.4 ms (measured here), several
+times a whole tile step, and the step runs once per tile pair.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import dot_precision, smem_per_block, tuned
 from kernels.attention_bwd.reference import validate
-from workbench import MODE, OpError, empty, empty_like, register
+from workbench import OpError, empty, empty_like, register
 
 OP = "attention_bwd"
-# The head dims of attention/triton_fa2 (not imported from it: that would register the forward out of order).
+# The head dims of attention/triton_fa2, whose forward (o, lse) this backward pairs with.
 HEAD_DIMS = (16, 32, 64, 128)
 
 
@@ -214,38 +217,38 @@ DQ_CONFIGS = [  # the mirror image: one BLOCK_M x D accumulator, Q and dO reside
 # fp32 (input_precision="ieee": FMA dots, no tensor cores) needs small tiles to stay out of local memory.
 FP32_DKDV = [_cfg(16, 32, 8, 2), _cfg(16, 16, 4, 2)]  # [80 / 94], [80 / 96]
 FP32_DQ = [_cfg(32, 16, 8, 2), _cfg(32, 32, 8, 2), _cfg(16, 16, 4, 2)]  # [62 / 75], [64 / 77], [72 / 78]
-_FP32_IDS = {id(c) for c in FP32_DKDV + FP32_DQ}
 # cpu mode: one small config (the interpreter costs ~1 ms per program plus ~0.1 ms per tile step). 16x32 for
 # dK/dV and 32x16 for dQ keep both loops (full and masked tiles) in use at the check shapes (S <= 100).
 CPU_DKDV = _cfg(16, 32, 4, 1)
 CPU_DQ = _cfg(32, 16, 4, 1)
 PRE_BLOCK = 64  # rows per preprocess program: 64 x 128 x 2 tensors x 2 B = 32 KiB read
-SMEM_BYTES = 227 * 1024
 
 
-def _pruner(streamed: str, resident: str):
-    """Return an early_config_prune keeping this dtype's configs whose tiles fit shared memory."""
+def _pruner(streamed: str, resident: str, smallest: triton.Config):
+    """Return a prune keeping the configs (of this dtype) whose tiles fit shared memory, else ``smallest``."""
     def prune(configs: list, named_args: dict, **kw) -> list:
         d = kw.get("HEAD_D", 128)
         esize = named_args["q_ptr"].element_size()
-        fp32 = esize == 4
 
         def smem(c: triton.Config) -> int:  # two streamed tiles per stage, two resident tiles
             return (max(c.num_stages, 1) * 2 * c.kwargs[streamed] + 2 * c.kwargs[resident]) * d * esize
 
-        keep = [c for c in configs if (id(c) in _FP32_IDS) == fp32 and smem(c) <= SMEM_BYTES]
-        return keep or [c for c in configs if id(c) in _FP32_IDS][-1:]
+        return [c for c in configs if smem(c) <= smem_per_block()] or [smallest]
 
     return prune
 
 
-_KEY = ["Sq", "Sk", "HEAD_D", "CAUSAL"]
-_dkdv = (triton.autotune(DKDV_CONFIGS + FP32_DKDV, key=_KEY,
-                         prune_configs_by={"early_config_prune": _pruner("BLOCK_M", "BLOCK_N")})(fa2_bwd_dkdv)
-         if MODE == "gpu" else None)
-_dq = (triton.autotune(DQ_CONFIGS + FP32_DQ, key=_KEY,
-                       prune_configs_by={"early_config_prune": _pruner("BLOCK_N", "BLOCK_M")})(fa2_bwd_dq)
-       if MODE == "gpu" else None)
+def tuners(mode: str | None = None) -> tuple[Any, Any]:
+    """Return the dK/dV and dQ kernels tuned as a launch in ``mode`` (default: this one) runs them."""
+    key = ["Sq", "Sk", "HEAD_D", "CAUSAL"]
+    dkdv = tuned(fa2_bwd_dkdv, DKDV_CONFIGS, fp32_configs=FP32_DKDV, dtype_arg="q_ptr", cpu_config=CPU_DKDV, key=key,
+                 prune=_pruner("BLOCK_M", "BLOCK_N", FP32_DKDV[-1]), mode=mode)
+    dq = tuned(fa2_bwd_dq, DQ_CONFIGS, fp32_configs=FP32_DQ, dtype_arg="q_ptr", cpu_config=CPU_DQ, key=key,
+               prune=_pruner("BLOCK_N", "BLOCK_M", FP32_DQ[-1]), mode=mode)
+    return dkdv, dq
+
+
+_dkdv, _dq = tuners()
 
 
 def _supports(shape: dict) -> str | None:
@@ -273,17 +276,9 @@ def fa2_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Ten
     rows = b * h * sq
     fa2_bwd_preprocess[(triton.cdiv(rows, PRE_BLOCK),)](o, do, delta, rows, HEAD_D=d, BLOCK=PRE_BLOCK)
     args = (q, k, v, do, lse, delta)
-    kw = {"CAUSAL": bool(causal), "HEAD_D": d, "PRECISION": "ieee" if q.dtype == torch.float32 else "tf32"}
-    if _dkdv is not None:
-        _dkdv[lambda meta: (triton.cdiv(sk, meta["BLOCK_N"]), b * h)](*args, dk, dv, sq, sk, scale, **kw)
-        _dq[lambda meta: (triton.cdiv(sq, meta["BLOCK_M"]), b * h)](*args, dq, sq, sk, scale, **kw)
-    else:
-        c = CPU_DKDV
-        fa2_bwd_dkdv[(triton.cdiv(sk, c.kwargs["BLOCK_N"]), b * h)](
-            *args, dk, dv, sq, sk, scale, **kw, **c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
-        c = CPU_DQ
-        fa2_bwd_dq[(triton.cdiv(sq, c.kwargs["BLOCK_M"]), b * h)](
-            *args, dq, sq, sk, scale, **kw, **c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
+    kw = {"CAUSAL": bool(causal), "HEAD_D": d, "PRECISION": dot_precision(q.dtype)}
+    _dkdv[lambda meta: (triton.cdiv(sk, meta["BLOCK_N"]), b * h)](*args, dk, dv, sq, sk, scale, **kw)
+    _dq[lambda meta: (triton.cdiv(sq, meta["BLOCK_M"]), b * h)](*args, dq, sq, sk, scale, **kw)
     return dq, dk, dv
 
 

@@ -24,7 +24,8 @@ import triton.language as tl
 
 import workbench as wb
 from kernels.attention_bwd.ex_dkdv_solution import BLOCK_M, BLOCK_N, dq_kernel, masked_scores
-from workbench import MODE, register
+from workbench import register
+from workbench.registry import CpuLimit
 
 
 @triton.jit
@@ -71,15 +72,8 @@ def dkdv_no_delta_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr
     tl.store(dv_ptr + offs_n[:, None] * D + offs_d[None, :], dv.to(dv_ptr.dtype.element_ty), mask=kv_ok)
 
 
-def _supports(shape: dict) -> str | None:
-    if MODE == "cpu" and shape["Sq"] * shape["Sk"] > 64 * 64:
-        return ("attention_bwd/wrong_no_delta: the exercise's 16x16-tile kernels, Sq * Sk <= 64 * 64 under the "
-                "Triton interpreter (cpu mode)")
-    return None
-
-
 @register("attention_bwd", "wrong_no_delta", backend="triton", expected_diagnosis="scattered", dtypes=("float32",),
-          supports=_supports,
+          cpu_limit=CpuLimit("Sq*Sk", 64 * 64, "the exercise's 16x16-tile kernels under the Triton interpreter"),
           idea="KNOWN WRONG: dS = P * dP in the dK/dV step: the softmax backward's - Delta term is missing.")
 def wrong_no_delta(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
                    do: torch.Tensor, causal: bool = False, scale: float | None = None) -> tuple[torch.Tensor, ...]:

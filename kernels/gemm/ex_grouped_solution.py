@@ -1,3 +1,6 @@
+# >>> learner
+#> # ruff: noqa: F841, B007  (a starter: the TODOs will use these names)
+# <<< learner
 import torch
 import triton
 import triton.language as tl
@@ -13,11 +16,17 @@ def grouped_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.conste
     pid = tl.program_id(0)  # a 1-D grid: one program per tile of c
     n_m = (M + BM - 1) // BM
     n_n = (N + BN - 1) // BN
+    # >>> learner
+    #> # TODO: map pid to (pid_m, pid_n) in groups of GROUP_M tile-rows: walk down GROUP_M rows of tiles, then
+    #> # move one tile column right; the last group may have fewer than GROUP_M rows.
+    #> pid_m = 0
+    #> pid_n = 0
     per_group = GROUP_M * n_n  # programs in one group of GROUP_M tile-rows
     first_m = (pid // per_group) * GROUP_M
     group_m = tl.minimum(n_m - first_m, GROUP_M)  # the last group may be short
     pid_m = first_m + (pid % per_group) % group_m  # down the group's tile-rows first ...
     pid_n = (pid % per_group) // group_m  # ... then one tile column right
+    # <<< learner
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)

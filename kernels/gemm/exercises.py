@@ -9,7 +9,6 @@ register_exercise(
     title="GEMM in Numba: shared-memory tiles and two barriers",
     op="gemm",
     here=__file__,
-    starter="ex_smem_starter.py",
     solution="ex_smem_solution.py",
     entry="gemm",
     statement="""
@@ -49,7 +48,6 @@ register_exercise(
     title="GEMM in Numba: a 2x2 register block per thread",
     op="gemm",
     here=__file__,
-    starter="ex_regblock_starter.py",
     solution="ex_regblock_solution.py",
     entry="gemm",
     statement="""
@@ -81,7 +79,6 @@ register_exercise(
     title="GEMM in Triton: grouped (L2-friendly) program order",
     op="gemm",
     here=__file__,
-    starter="ex_grouped_starter.py",
     solution="ex_grouped_solution.py",
     entry="gemm",
     statement="""

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from workbench import empty
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
 from workbench.registry import Op, register, register_op
 
@@ -26,6 +27,12 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Multiply in float64."""
     validate(a, b)
     return a.double() @ b.double()
+
+
+def output(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, int, int, int]:
+    """Return (c, M, N, K): the empty c [M, N] of a's dtype a kernel fills (poisoned when checked) and the sizes."""
+    (m, k), n = a.shape, b.shape[1]
+    return empty((m, n), a.dtype, a.device), m, n, k
 
 
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:

@@ -9,29 +9,27 @@ from __future__ import annotations
 
 import torch
 
-from workbench import MODE, empty, register
+from kernels.gemm.reference import output
+from workbench import register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.registry import CpuLimit
 
-TILE = 16  # 16x16 = 256 threads per block for v1-v3
-# v4: a 64x64 block tile, 8-deep K slices, 16x16 = 256 threads each computing a 4x4 micro-tile (16 accumulators)
+TILE = 16  # 16x16 = 256 threads per block for numba_naive, numba_coalesced and numba_smem
+# numba_regblock: a 64x64 block tile, 8-deep K slices, 16x16 = 256 threads each computing a 4x4 micro-tile
+# (16 accumulators)
 BM, BN, BK, TM, TN = 64, 64, 8, 4, 4
 
 
-def _sim_limit(shape: dict) -> str | None:
-    # The simulator runs ~15 us per multiply-add: 64^3 takes ~4 s, 127x65x129 ~15-50 s per call.
-    if MODE == "cpu" and shape["M"] * shape["N"] * shape["K"] > 64**3:
-        return (f"numba gemm under the CUDA simulator is limited to M*N*K <= 64^3 in cpu mode (~15 us per "
-                f"multiply-add: {shape['M']}x{shape['N']}x{shape['K']} would take minutes); "
-                "it runs at any size on a GPU")
-    return None
+# The simulator runs ~15 us per multiply-add: 64^3 takes ~4 s, 127x65x129 ~15-50 s per call.
+SIM_LIMIT = CpuLimit("M*N*K", 64**3, "the Numba CUDA simulator, ~15 us per multiply-add: a minute past that")
 
 
 def _grid(m: int, n: int, bm: int, bn: int) -> tuple[int, int]:
     return (n + bn - 1) // bn, (m + bm - 1) // bm  # x over columns, y over rows: ceil-divided, ragged edges masked
 
 
-# ---------------------------------------------------------------------------------------------------- v1 naive
+# -------------------------------------------------------------------------------------------------------- numba_naive
 @cuda.jit
 def naive_kernel(a, b, c, m, n, k):
     # threadIdx.x walks ROWS: the 32 lanes of a warp read 32 different rows of a (stride K) and write 32 rows
@@ -45,18 +43,17 @@ def naive_kernel(a, b, c, m, n, k):
         c[row, col] = acc
 
 
-@register("gemm", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_sim_limit),
+@register("gemm", "numba_naive", backend="numba", dtypes=("float32", "float16"),
+          supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="One thread per output; threadIdx.x walks rows, so warps read a and write c with stride (uncoalesced).")
 def numba_naive(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     grid = ((m + TILE - 1) // TILE, (n + TILE - 1) // TILE)
     naive_kernel[grid, (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
 
 
-# ------------------------------------------------------------------------------------------------ v2 coalesced
+# ---------------------------------------------------------------------------------------------------- numba_coalesced
 @cuda.jit
 def coalesced_kernel(a, b, c, m, n, k):
     # threadIdx.x walks COLUMNS: a warp reads one a[row, i] (broadcast) and 32 consecutive b[i, col] (128 B).
@@ -70,23 +67,21 @@ def coalesced_kernel(a, b, c, m, n, k):
 
 
 @register("gemm", "numba_coalesced", backend="numba", dtypes=("float32", "float16"),
-          supports=numba_supports(_sim_limit),
+          supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="Swap the thread mapping: threadIdx.x walks columns, so a warp reads 128 contiguous bytes of b.")
 def numba_coalesced(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     coalesced_kernel[_grid(m, n, TILE, TILE), (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
 
 
-# --------------------------------------------------------------------------------------------- v3 shared tiles
+# --------------------------------------------------------------------------------------------------------- numba_smem
 @cuda.jit
 def smem_kernel(a, b, c, m, n, k):
     # Each 16x16 block stages a 16x16 tile of a and of b in shared memory per K step: every element loaded from
-    # global memory is reused 16 times, cutting global traffic 16x against v2.
+    # global memory is reused 16 times, cutting global traffic 16x against numba_coalesced.
     sa = cuda.shared.array((TILE, TILE), float32)
-    sb = cuda.shared.array((TILE, TILE), float32)  # own line: the simulator aliases two arrays on one line
+    sb = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col = cuda.blockIdx.x * TILE + tx
     row = cuda.blockIdx.y * TILE + ty
@@ -103,22 +98,21 @@ def smem_kernel(a, b, c, m, n, k):
         c[row, col] = acc
 
 
-@register("gemm", "numba_smem", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_sim_limit),
+@register("gemm", "numba_smem", backend="numba", dtypes=("float32", "float16"),
+          supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="16x16 tiles of a and b staged in shared memory: each global load is reused 16 times.")
 def numba_smem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     smem_kernel[_grid(m, n, TILE, TILE), (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
 
 
-# ------------------------------------------------------------------------------------------ v4 register blocks
+# ----------------------------------------------------------------------------------------------------- numba_regblock
 @cuda.jit
 def regblock_kernel(a, b, c, m, n, k):
     # 256 threads compute a 64x64 tile of c; thread (ty, tx) owns rows ty*4..+4 and columns tx*4..+4.
     # Per 8-deep K slice a thread reads 4 values of a and 4 of b from shared memory and does 16 FMAs:
-    # 2 shared loads per FMA in v3 become 0.5 here.
+    # 2 shared loads per FMA in numba_smem become 0.5 here.
     sa = cuda.shared.array((BM, BK), float32)
     sb = cuda.shared.array((BK, BN), float32)
     acc = cuda.local.array((TM, TN), float32)
@@ -158,11 +152,10 @@ def regblock_kernel(a, b, c, m, n, k):
                 c[r, q] = acc[i, j]
 
 
-@register("gemm", "numba_regblock", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_sim_limit),
+@register("gemm", "numba_regblock", backend="numba", dtypes=("float32", "float16"),
+          supports=numba_supports(), cpu_limit=SIM_LIMIT,
           idea="64x64 block tile, each thread a 4x4 micro-tile in registers: 16 FMAs per 8 shared-memory loads.")
 def numba_regblock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     regblock_kernel[_grid(m, n, BM, BN), (16, 16)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c

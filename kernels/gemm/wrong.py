@@ -1,14 +1,27 @@
-"""Known-wrong gemm kernels: each keeps one classic bug so tests can assert the checker names it."""
+"""Known-wrong gemm kernels: each keeps one classic bug so tests can assert the checker names it.
+
+A rounded accumulator (Triton), a shared-memory tile race and a dropped K tail (CUDA C, ``cu/wrong_gemm.cu``), and
+a grid that drops rows (Numba).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import torch
 import triton
 import triton.language as tl
 
-from workbench import empty, register
+from kernels._launch import cuda_kernel
+from kernels.gemm.reference import output
+from workbench import register
+from workbench._numba import cuda, numba_supports
+from workbench.interop import to_numba, to_raw
+from workbench.registry import CpuLimit
 
 BM, BN, BK = 16, 16, 16
+CU = Path(__file__).parent / "cu" / "wrong_gemm.cu"
 
 
 @triton.jit
@@ -33,8 +46,49 @@ def gemm_fp16_acc(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
           dtypes=("float32",),
           idea="KNOWN WRONG: rounds the accumulator to fp16 after every K tile, losing ~3 digits.")
 def wrong_fp16_accumulator(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     gemm_fp16_acc[(triton.cdiv(m, BM), triton.cdiv(n, BN))](a, b, c, m, n, k, BM=BM, BN=BN, BK=BK)
+    return c
+
+
+def _smem_tiles(name: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Run ``cu/wrong_gemm.cu``'s kernel ``name`` (32x32 shared-memory tiles, a thread per element of c); return c."""
+    c, m, n, k = output(a, b)
+    grid = ((n + 31) // 32, (m + 31) // 32)
+    cuda_kernel(CU, name)(grid, (32, 32), (to_raw(a), to_raw(b), to_raw(c), np.int32(m), np.int32(n), np.int32(k)))
+    return c
+
+
+@register("gemm", "wrong_missing_syncthreads", backend="cuda", cu_file="cu/wrong_gemm.cu", dtypes=("float32",),
+          expected_diagnosis="race",
+          idea="KNOWN WRONG: shared-memory tiles with no __syncthreads() between loading a tile and using it.")
+def wrong_missing_syncthreads(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return _smem_tiles("sgemm_smem_nosync", a, b)
+
+
+@register("gemm", "wrong_k_tail", backend="cuda", cu_file="cu/wrong_gemm.cu", dtypes=("float32",),
+          expected_diagnosis="scattered",
+          idea="KNOWN WRONG: the K loop stops at the last full 32-wide tile, dropping the K % 32 tail of every dot.")
+def wrong_k_tail(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return _smem_tiles("sgemm_smem_k_tail", a, b)
+
+
+@cuda.jit
+def _rows_kernel(a, b, c, m, n, k):
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if row < m and col < n:
+        acc = 0.0
+        for i in range(k):
+            acc += a[row, i] * b[i, col]
+        c[row, col] = acc
+
+
+@register("gemm", "wrong_floor_grid", backend="numba", dtypes=("float32",), expected_diagnosis="unwritten_rows",
+          supports=numba_supports(), cpu_limit=CpuLimit("M*N*K", 64**3, "the Numba simulator"),
+          idea="KNOWN WRONG: launches M // 16 block-rows (floor), so the last M % 16 rows are never written.")
+def wrong_floor_grid(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    c, m, n, k = output(a, b)
+    grid = ((n + 15) // 16, max(1, m // 16))  # BUG: should be ceil(m / 16)
+    _rows_kernel[grid, (16, 16)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c

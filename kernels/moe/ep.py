@@ -218,38 +218,44 @@ def _to_bytes(obj: Any) -> bytes:
     and in CI a saved empty storage came back with another storage's bytes ("record size 128 bytes does not match
     expected size 0"). Raw bytes of a contiguous copy have no storages to mix up.
     """
-    return pickle.dumps(_pack(obj), protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(_walk(obj, _pack), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _walk(obj: Any, leaf: Any) -> Any:
+    """Return ``obj`` with ``leaf`` applied to it, or (where ``leaf`` returns it unchanged) to each item inside."""
+    out = leaf(obj)
+    if out is not obj:
+        return out
+    if isinstance(obj, dict):
+        return {k: _walk(v, leaf) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_walk(v, leaf) for v in obj)
+    return obj
 
 
 def _pack(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu().contiguous()
-        return ("__tensor__", str(t.dtype).removeprefix("torch."), tuple(t.shape),
-                t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    if isinstance(obj, dict):
-        return {k: _pack(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_pack(v) for v in obj)
-    return obj
+    """Return a tensor as ("__tensor__", dtype name, shape, raw bytes); anything else as it is."""
+    if not isinstance(obj, torch.Tensor):
+        return obj
+    t = obj.detach().cpu().contiguous()
+    raw = t.reshape(-1).view(torch.uint8).numpy().tobytes()
+    return "__tensor__", str(t.dtype).removeprefix("torch."), tuple(t.shape), raw
 
 
 def _unpack(obj: Any) -> Any:
-    if isinstance(obj, tuple) and len(obj) == 4 and obj[0] == "__tensor__":
-        _, dtype_name, shape, raw = obj
-        dtype = getattr(torch, dtype_name)
-        if not raw:
-            return torch.empty(shape, dtype=dtype)
-        return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
-    if isinstance(obj, dict):
-        return {k: _unpack(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_unpack(v) for v in obj)
-    return obj
+    """Return the tensor :func:`_pack` made ``obj`` from; anything else as it is."""
+    if not (isinstance(obj, tuple) and len(obj) == 4 and obj[0] == "__tensor__"):
+        return obj
+    _, dtype_name, shape, raw = obj
+    dtype = getattr(torch, dtype_name)
+    if not raw:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
 
 
 def _from_bytes(payload: bytes) -> Any:
     """Rebuild what :func:`_to_bytes` packed (the payload comes from our own spawned rank)."""
-    return _unpack(pickle.loads(payload))  # noqa: S301  (our own child process's report)
+    return _walk(pickle.loads(payload), _unpack)  # noqa: S301  (our own child process's report)
 
 
 def _worker(rank: int, world: int, port: int, backend: str, jobs: list[dict], timeout_s: float,

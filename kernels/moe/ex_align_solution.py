@@ -30,6 +30,12 @@ def align_kernel(ids, n, num_experts, block, sorted_ids, expert_ids, n_padded):
     cuda.syncthreads()
     # 3. exclusive prefix sum of the *padded* counts: where each expert's group starts
     if tid == 0:
+        # >>> learner
+        #> # TODO: round each count up to a multiple of `block`, set cursor[e] to where expert e's group starts,
+        #> #       mark the group's blocks in expert_ids, and write the total padded length to n_padded[0].
+        #> for e in range(num_experts):
+        #>     cursor[e] = 0
+        #> n_padded[0] = n
         start = 0
         for e in range(num_experts):
             cursor[e] = start
@@ -38,11 +44,18 @@ def align_kernel(ids, n, num_experts, block, sorted_ids, expert_ids, n_padded):
                 expert_ids[b] = e
             start += padded
         n_padded[0] = start
+        # <<< learner
     cuda.syncthreads()
     # 4. scatter: each slot claims the next free row of its expert's group
+    # >>> learner
+    #> for s in range(tid, n, nt):  # noqa: B007  (the TODO uses s)
+    #>     # TODO: claim a row with an atomic increment of the expert's cursor (two slots of one expert must never
+    #>     #       get the same row), then store the slot index there.
+    #>     pass
     for s in range(tid, n, nt):
         pos = cuda.atomic.add(cursor, ids[s], 1)
         sorted_ids[pos] = s
+    # <<< learner
 
 
 def moe_align(topk_ids: torch.Tensor, E: int, block: int):  # noqa: N803

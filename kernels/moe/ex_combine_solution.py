@@ -27,10 +27,17 @@ def down_combine_kernel(a_ptr, w2_ptr, out_ptr, weight_ptr, sorted_ptr, expert_p
         acc = tl.dot(a, w, acc, input_precision=PRECISION)
     # The fused epilogue: scale each row by its router weight and add it into its token's output row. A token's
     # top_k slots sit in different experts' blocks (different programs), so the sum needs atomics.
+    # >>> learner
+    #> # TODO: load each row's router weight (weight_ptr holds one per slot), find each row's token, and add the
+    #> #       weighted rows into out[token, cols]. Several programs add into the same token row.
     rw = tl.load(weight_ptr + slots, mask=valid, other=0.0)
+    # <<< learner
     tok = slots // top_k
+    # >>> learner
+    #> tl.store(out_ptr + tok[:, None] * d + cols[None, :], acc, mask=valid[:, None] & (cols[None, :] < d))
     tl.atomic_add(out_ptr + tok[:, None] * d + cols[None, :], acc * rw[:, None],
                   mask=valid[:, None] & (cols[None, :] < d))
+    # <<< learner
 
 
 def moe(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,

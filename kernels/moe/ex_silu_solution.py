@@ -27,8 +27,13 @@ def gate_up_kernel(x_ptr, w1_ptr, a_ptr, sorted_ptr, expert_ptr, npad_ptr, n_slo
         wmask = (ks[:, None] < d) & (cols[None, :] < inter)
         gate = tl.dot(a, tl.load(w_gate + ks[:, None], mask=wmask, other=0.0), gate, input_precision=PRECISION)
         up = tl.dot(a, tl.load(w_up + ks[:, None], mask=wmask, other=0.0), up, input_precision=PRECISION)
+    # >>> learner
+    #> # TODO: the fused epilogue. Both fp32 tiles are in registers: combine them into SiLU(gate) * up
+    #> #       (SiLU(g) = g * sigmoid(g)), so the [T*k, 2I] gate/up result never goes to HBM.
+    #> act = gate
     # The fused epilogue: SiLU(gate) * up while both tiles are still in registers, so [T*k, 2I] never goes to HBM.
     act = gate * tl.sigmoid(gate) * up
+    # <<< learner
     tl.store(a_ptr + slots[:, None] * inter + cols[None, :], act.to(a_ptr.dtype.element_ty),
              mask=valid[:, None] & (cols[None, :] < inter))
 

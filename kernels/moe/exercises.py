@@ -15,7 +15,6 @@ register_exercise(
     title="Align block size: a counting sort of the routed slots, padded per expert",
     op="moe_align",
     here=__file__,
-    starter="ex_align_starter.py",
     solution="ex_align_solution.py",
     entry="moe_align",
     statement="""
@@ -57,7 +56,6 @@ register_exercise(
     title="The fused SiLU-and-mul epilogue of the gate/up grouped GEMM",
     op="moe",
     here=__file__,
-    starter="ex_silu_starter.py",
     solution="ex_silu_solution.py",
     entry="moe",
     statement="""
@@ -86,7 +84,6 @@ register_exercise(
     title="The weighted top-k combine, fused into the down projection",
     op="moe",
     here=__file__,
-    starter="ex_combine_starter.py",
     solution="ex_combine_solution.py",
     entry="moe",
     statement="""

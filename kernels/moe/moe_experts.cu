@@ -17,8 +17,7 @@
 // Element type T in {float, __half, __nv_bfloat16}; all arithmetic is fp32, rounded to T once per stored value
 // (intermediates are stored in T, as real pipelines do). d and I need not be multiples of any tile: loads past K
 // read 0 and stores past N are skipped.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "../include/kernel_helpers.cuh"  // to_f32, from_f32, instance selection
 
 #define BLOCK_M 64      // rows per GEMM tile = moe_align's block: one expert per tile
 #define BN 64           // output columns per GEMM tile
@@ -32,14 +31,6 @@
 #define GEMM_MIN_BLOCKS 4
 #define ROW_THREADS 128   // permute / SiLU / combine: one block per row, 128 threads striding over its columns
 #define SMEM_PAD 4      // floats added to each shared row: keeps float4 alignment, spreads the transposed stores
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
 
 // Gather: padded row r gets token sorted_ids[r] / top_k's row of x, or zeros for a padding slot; the block of a real
 // slot also records pos[slot] = r for the combine. Every slot appears exactly once in sorted_ids (moe_align's
@@ -155,35 +146,24 @@ __device__ void moe_combine(const T* __restrict__ y, const float* __restrict__ w
   }
 }
 
-// extern "C" kernels per dtype: moe_{permute,gemm_nt,silu_mul,combine}_{f32,f16,bf16}. -DMOE_ONLY_DT=<1 f32 |
+// extern "C" kernels per dtype: moe_{permute,gemm_nt,silu_mul,combine}_{f32,f16,bf16}. -DWB_ONLY_DT=<1 f32 |
 // 2 f16 | 3 bf16> compiles one dtype's four (wb.inspect does; the launchers build the whole file once).
-#define MOE_KERNELS(SUF, T)                                                                                        \
-  extern "C" __global__ void __launch_bounds__(ROW_THREADS)                                                        \
+#define MOE_KERNELS(SUF, T, ROWS)                                                                                 \
+  extern "C" __global__ void __launch_bounds__(ROWS)                                                              \
       moe_permute_##SUF(const T* x, const int* sorted_ids, const int* n_padded, T* xp, int* pos, int n_slots,     \
-                        int top_k, int d) {                                                                        \
+                        int top_k, int d) {                                                                       \
     moe_permute<T>(x, sorted_ids, n_padded, xp, pos, n_slots, top_k, d);                                          \
-  }                                                                                                                \
-  extern "C" __global__ void __launch_bounds__(GEMM_THREADS, GEMM_MIN_BLOCKS)                                      \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(GEMM_THREADS, GEMM_MIN_BLOCKS)                                     \
       moe_gemm_nt_##SUF(const T* a, const T* w, const int* expert_ids, T* c, int N, int K) {                      \
-    moe_gemm_nt<T>(a, w, expert_ids, c, N, K);                                                                     \
-  }                                                                                                                \
-  extern "C" __global__ void __launch_bounds__(ROW_THREADS)                                                        \
+    moe_gemm_nt<T>(a, w, expert_ids, c, N, K);                                                                    \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(ROWS)                                                              \
       moe_silu_mul_##SUF(const T* h, const int* n_padded, T* act, int I) {                                        \
-    moe_silu_mul<T>(h, n_padded, act, I);                                                                          \
-  }                                                                                                                \
-  extern "C" __global__ void __launch_bounds__(ROW_THREADS)                                                        \
+    moe_silu_mul<T>(h, n_padded, act, I);                                                                         \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(ROWS)                                                              \
       moe_combine_##SUF(const T* y, const float* weights, const int* pos, T* out, int top_k, int d) {             \
-    moe_combine<T>(y, weights, pos, out, top_k, d);                                                                \
+    moe_combine<T>(y, weights, pos, out, top_k, d);                                                               \
   }
-#ifndef MOE_ONLY_DT
-#define MOE_ONLY_DT 0
-#endif
-#if MOE_ONLY_DT == 0 || MOE_ONLY_DT == 1
-MOE_KERNELS(f32, float)
-#endif
-#if MOE_ONLY_DT == 0 || MOE_ONLY_DT == 2
-MOE_KERNELS(f16, __half)
-#endif
-#if MOE_ONLY_DT == 0 || MOE_ONLY_DT == 3
-MOE_KERNELS(bf16, __nv_bfloat16)
-#endif
+WB_EACH_DTYPE(MOE_KERNELS, ROW_THREADS)

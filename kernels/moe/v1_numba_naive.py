@@ -29,52 +29,60 @@ import torch
 from workbench import MODE, empty_like, register
 from workbench._numba import cuda, float32, int32, numba_supports
 from workbench.interop import to_numba
+from workbench.registry import CpuLimit
 
 # cpu mode uses one warp's worth: the simulator runs each CUDA thread as an OS thread and every barrier waits for
 # all of them. On a GPU 128 threads (4 warps) give enough loads in flight per block for a matrix-vector product.
 THREADS = 128 if MODE == "gpu" else 32
 # The simulator costs ~20-30 us per multiply-add here (17 tokens of d = 33, I = 20, top_k = 2: 67k multiply-adds
 # in ~2 s): cap one call's 3*T*top_k*I*d multiply-adds at 2^17 (~3-4 s). The op's check shapes need <= 67k.
-CPU_MAX_MACS = 1 << 17
+CPU_LIMIT = CpuLimit("3*T*top_k*I*d", 1 << 17,
+                     "multiply-adds; the Numba simulator runs one OS thread per CUDA thread, ~25 us per multiply-add")
+
+
+@cuda.jit(device=True)
+def route_token(logits, t, ids, wts, top_k, renormalize):
+    """Write token ``t``'s top_k experts (lowest id on a tie) and their softmax weights to ``ids[t]``, ``wts[t]``."""
+    n_exp = logits.shape[1]
+    mx = float32(-math.inf)
+    for e in range(n_exp):
+        mx = max(mx, float32(logits[t, e]))
+    den = float32(0.0)
+    for e in range(n_exp):
+        den += math.exp(float32(logits[t, e]) - mx)
+    total = float32(0.0)
+    for j in range(top_k):
+        best = int32(-1)
+        best_v = float32(-math.inf)
+        for e in range(n_exp):
+            v = float32(logits[t, e])
+            taken = False
+            for jj in range(j):
+                if ids[t, jj] == e:
+                    taken = True
+            # Strictly greater, scanning e upwards: on a tie the lower expert id stays.
+            if not taken and (best < 0 or v > best_v):
+                best = e
+                best_v = v
+        p = math.exp(best_v - mx) / den
+        ids[t, j] = best
+        wts[t, j] = p
+        total += p
+    if renormalize:
+        for j in range(top_k):
+            wts[t, j] = wts[t, j] / total
 
 
 @cuda.jit
 def moe_token(x, logits, w1, w2, out, ids, wts, h, top_k, renormalize):
     t = cuda.blockIdx.x  # one block per token
     tid = cuda.threadIdx.x
-    n_exp = logits.shape[1]
     d = x.shape[1]
     inter = w2.shape[2]
 
     # Phase 1: routing by one thread (E * top_k compares: tiny next to the 3*I*d multiply-adds per expert).
     if tid == 0:
-        mx = float32(-math.inf)
-        for e in range(n_exp):
-            mx = max(mx, float32(logits[t, e]))
-        den = float32(0.0)
-        for e in range(n_exp):
-            den += math.exp(float32(logits[t, e]) - mx)
-        total = float32(0.0)
-        for j in range(top_k):
-            best = int32(-1)
-            best_v = float32(-math.inf)
-            for e in range(n_exp):
-                v = float32(logits[t, e])
-                taken = False
-                for jj in range(j):
-                    if ids[t, jj] == e:
-                        taken = True
-                # Strictly greater, scanning e upwards: on a tie the lower expert id stays.
-                if not taken and (best < 0 or v > best_v):
-                    best = e
-                    best_v = v
-            p = math.exp(best_v - mx) / den
-            ids[t, j] = best
-            wts[t, j] = p
-            total += p
-        if renormalize:
-            for j in range(top_k):
-                wts[t, j] = wts[t, j] / total
+        route_token(logits, t, ids, wts, top_k, renormalize)
     cuda.syncthreads()  # the choice (global scratch) is written before anyone reads it
 
     # Phase 2: the threads share the top_k * I (expert, column) pairs; each does 2 dot products of length d.
@@ -103,16 +111,8 @@ def moe_token(x, logits, w1, w2, out, ids, wts, h, top_k, renormalize):
         out[t, c] = acc  # rounded once, to x's dtype
 
 
-def _supports(shape: dict) -> str | None:
-    macs = 3 * shape["T"] * shape["top_k"] * shape["I"] * shape["d"]
-    if MODE == "cpu" and macs > CPU_MAX_MACS:
-        return (f"moe/numba_naive: at most 3*T*top_k*I*d = {CPU_MAX_MACS} multiply-adds in cpu mode (the Numba "
-                f"simulator runs one OS thread per CUDA thread, ~25 us per multiply-add), got {macs}; "
-                "on a GPU any size runs")
-    return None
-
-
-@register("moe", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(_supports),
+@register("moe", "numba_naive", backend="numba", dtypes=("float32", "float16"), supports=numba_supports(),
+          cpu_limit=CPU_LIMIT,
           idea="Numba: one block per token routes itself, then matrix-vector products over its top_k experts.")
 def numba_naive(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                 renormalize: bool = True) -> torch.Tensor:

@@ -33,43 +33,33 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kernels._launch import cuda_kernel, cuda_spec, only_dtype
 from kernels.moe_align.v1_cuda_align import MAX_E as ALIGN_MAX_E
 from kernels.moe_align.v1_cuda_align import cuda_align
 from kernels.moe_topk.v1_cuda_topk import MAX_E as TOPK_MAX_E
 from kernels.moe_topk.v1_cuda_topk import cuda_topk
-from workbench import MODE, empty_like, register
+from workbench import empty_like, register
 from workbench.interop import to_raw
 
-HERE = Path(__file__).parent
-CU = "moe_experts.cu"
-SUFFIX = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
-DT_CODE = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3}  # the .cu file's MOE_ONLY_DT
+CU = Path(__file__).with_name("moe_experts.cu")
 BLOCK_M = 64  # rows per GEMM tile and moe_align's block (the .cu file's BLOCK_M)
 BN = 64  # output columns per GEMM tile
 GEMM_THREADS = 256  # a 4 x 4 register tile per thread
 ROW_THREADS = 128  # permute, SiLU-and-mul and combine: one block per row
-_modules: dict[object, object] = {}
 
 
 def kernels(dtype: torch.dtype) -> dict[str, object]:
     """Return the four kernels of ``moe_experts.cu`` for ``dtype`` (compiled once per process).
 
-    On a GPU NVRTC compiles one dtype's kernels (``-DMOE_ONLY_DT``); the CPU engine builds the whole file once.
+    On a GPU NVRTC compiles one dtype's kernels (``only_dtype``); the CPU engine builds the whole file once.
     """
-    from workbench import cuda
-
-    key = dtype if MODE == "gpu" else "all"
-    if key not in _modules:
-        opts = (f"-DMOE_ONLY_DT={DT_CODE[dtype]}",) if MODE == "gpu" else ()
-        _modules[key] = cuda.RawModule(HERE / CU, options=opts)
-    mod = _modules[key]
-    return {k: mod.get_function(f"moe_{k}_{SUFFIX[dtype]}") for k in ("permute", "gemm_nt", "silu_mul", "combine")}
+    return {k: cuda_kernel(CU, f"moe_{k}", dtype, gpu_options=only_dtype(dtype))
+            for k in ("permute", "gemm_nt", "silu_mul", "combine")}
 
 
 def cu_spec(name: str = "gemm_nt", dtype: torch.dtype = torch.float16) -> dict:
     """Return what wb.inspect compiles: kernel ``moe_<name>_<dtype>`` of ``moe_experts.cu``, one dtype's file."""
-    return {"kind": "cuda", "code": HERE / CU, "name": f"moe_{name}_{SUFFIX[dtype]}",
-            "options": (f"-DMOE_ONLY_DT={DT_CODE[dtype]}",)}
+    return cuda_spec(CU, f"moe_{name}", dtype, options=only_dtype(dtype))
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -84,7 +74,7 @@ def _supports(shape: dict) -> str | None:
     return None
 
 
-@register("moe", "cuda_permute", backend="cuda", cu_file=CU, supports=_supports, inspect_spec=cu_spec,
+@register("moe", "cuda_permute", backend="cuda", cu_file=CU.name, supports=_supports, inspect_spec=cu_spec,
           idea="CUDA C, unfused: topk, align, permute rows, grouped SIMT GEMMs, SiLU, combine; all through HBM.")
 def cuda_permute(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                  renormalize: bool = True) -> torch.Tensor:

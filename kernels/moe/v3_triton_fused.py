@@ -36,27 +36,22 @@ experts hit x N tiles (Mixtral's down GEMM: 2 x 4096/64 = 128 programs for 132 S
 more and is not done here). 16 rows is the floor: tl.dot needs M >= 16 (mma.sync m16n8k16); wgmma needs 64-row
 warpgroup tiles, so decode tiles run on mma.sync, which is plenty for a memory-bound kernel.
 
-The kernels call no other ``@triton.jit`` function (SiLU is written out), so ``workbench.inspect`` compiles each on
-its own for sm_90. ``fused_moe`` is the public entry point after routing (notebooks and exercises reuse it).
+The grouped program order and SiLU are written out in each kernel, not called as ``@triton.jit`` helpers: under the
+interpreter (cpu mode) a helper call costs ~0.4 ms per program (measured here), a third of a small program's cost.
+``fused_moe`` is the public entry point after routing (notebooks and exercises reuse it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-from workbench import MODE, OpError, empty, register
-from workbench.registry import get_op
-
-# The helper ops' variants register in their own teaching order before one of them is imported here directly.
-get_op("moe_topk", with_variants=True)
-get_op("moe_align", with_variants=True)
-from kernels.moe_align import v2_triton_align  # noqa: E402
-from kernels.moe_align.reference import sizes as align_sizes  # noqa: E402
-from kernels.moe_topk.v2_triton_topk import triton_topk  # noqa: E402
+from kernels._launch import dot_precision, smem_per_block, tuned
+from kernels._routing import align_routed, check_routed, route, routing_supports
+from workbench import MODE, empty, register
 
 
 # ------------------------------------------------------------------------------------------------ gate/up kernel
@@ -67,7 +62,7 @@ def moe_gate_up_kernel(x_ptr, w1_ptr, a_ptr, sorted_ids_ptr, expert_ids_ptr, n_p
     # x: [T, d]; w1: [E, 2I, d] (rows 0..I-1 gate, I..2I-1 up); a: [n_slots, I], row = slot.
     # 1-D grid of n_blocks row blocks x cdiv(I, BLOCK_N) tiles in grouped order (GROUP_M row blocks per group).
     pid = tl.program_id(0)
-    n_n = (I + BLOCK_N - 1) // BLOCK_N  # written out: tl.cdiv is a @jit helper, slow under the interpreter
+    n_n = (I + BLOCK_N - 1) // BLOCK_N  # written out: tl.cdiv is a @jit helper (~0.4 ms a call when interpreted)
     per_group = GROUP_M * n_n
     first_m = (pid // per_group) * GROUP_M
     group_m = tl.minimum(n_blocks - first_m, GROUP_M)
@@ -183,13 +178,11 @@ CONFIGS = [
 # 72 | 53, 168 | 112, 254 | 168; 32x16/4w: 56 | 56, 128 | 80, 168 | 128; 16x16/4w: 42 | 44, 80 | 62, 128 | 96.
 # (64x16/4w spills in gate/up at BLOCK_M = 128.)
 FP32_CONFIGS = [_cfg(32, 32, 4, 2), _cfg(32, 16, 4, 2), _cfg(16, 16, 4, 2)]
-_FP32_IDS = {id(c) for c in FP32_CONFIGS}
 # cpu mode: one fixed small config. The interpreter's times say nothing about a GPU, and it costs per tl op (tens
 # of us each), not per element: a program is ~40 ops of setup plus ~15 per K step, so 32-wide tiles run the check
 # shapes in about half the time of 16-wide ones. d = 33 still takes two N tiles and two K steps, both ragged.
 CPU_CONFIG = _cfg(32, 32, 4, 1)
 CPU_BLOCK_M = 16
-SMEM_BYTES = 227 * 1024  # H100/H200 shared memory per block (opt-in maximum)
 
 
 def block_m_for(n_slots: int, n_experts: int) -> int:
@@ -205,7 +198,7 @@ def block_m_for(n_slots: int, n_experts: int) -> int:
 
 
 def _prune(n_b: int, w_name: str):
-    """Return an early_config_prune keeping this dtype's configs that fit shared memory and registers."""
+    """Return a prune keeping the configs (of this dtype) that fit shared memory and registers."""
     def prune(configs: list, named_args: dict, **kw) -> list:
         bm = kw.get("BLOCK_M", 64)
         esize = named_args[w_name].element_size()
@@ -215,55 +208,30 @@ def _prune(n_b: int, w_name: str):
             bn, bk = c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"]
             smem = max(c.num_stages, 1) * (bm + n_b * bn) * bk * esize
             acc_regs = n_b * bm * bn // (32 * c.num_warps)  # fp32 accumulator registers per thread
-            return smem <= SMEM_BYTES and acc_regs <= (64 if fp32 else 128)
+            return smem <= smem_per_block() and acc_regs <= (64 if fp32 else 128)
 
-        keep = [c for c in configs if (id(c) in _FP32_IDS) == fp32 and ok(c)]
-        return keep or [FP32_CONFIGS[-1] if fp32 else CONFIGS[0]]
+        return [c for c in configs if ok(c)] or [FP32_CONFIGS[-1] if fp32 else CONFIGS[0]]
 
     return prune
 
 
-if MODE == "gpu":
-    _KEY = ["d", "I", "BLOCK_M"]
-    _gate_up = triton.autotune(CONFIGS + FP32_CONFIGS, key=_KEY,
-                               prune_configs_by={"early_config_prune": _prune(2, "w1_ptr")})(moe_gate_up_kernel)
-    # Timing runs repeat the atomics: zero out before each one.
-    _down = triton.autotune(CONFIGS + FP32_CONFIGS, key=_KEY, reset_to_zero=["out_ptr"],
-                            prune_configs_by={"early_config_prune": _prune(1, "w2_ptr")})(moe_down_kernel)
-else:
-    _gate_up = _down = None
+def tuners(mode: str | None = None) -> tuple[Any, Any]:
+    """Return the gate/up and down kernels tuned as a launch in ``mode`` (default: this one) runs them.
+
+    A GPU tunes per (d, I, BLOCK_M); cpu mode runs ``CPU_CONFIG``. The down kernel's atomics add into ``out``, so
+    timing runs zero it first.
+    """
+    common = {"fp32_configs": FP32_CONFIGS, "cpu_config": CPU_CONFIG, "key": ["d", "I", "BLOCK_M"], "mode": mode}
+    gate_up = tuned(moe_gate_up_kernel, CONFIGS, dtype_arg="w1_ptr", prune=_prune(2, "w1_ptr"), **common)
+    down = tuned(moe_down_kernel, CONFIGS, dtype_arg="w2_ptr", prune=_prune(1, "w2_ptr"), reset_to_zero=["out_ptr"],
+                 **common)
+    return gate_up, down
 
 
-def _precision(dtype: torch.dtype) -> str:
-    return "ieee" if dtype == torch.float32 else "tf32"  # a true fp32 dot for fp32; ignored for 16-bit inputs
+_gate_up, _down = tuners()
 
 
 # --------------------------------------------------------------------------------------------------- host side
-def check_routed(who: str, t: int, topk_weights: torch.Tensor, topk_ids: torch.Tensor, block_m: int) -> int:
-    """Check routed tokens (weights and ids both [T, top_k]) and the align block for ``who``; return block_m."""
-    k = topk_ids.shape[1]
-    if tuple(topk_weights.shape) != (t, k) or tuple(topk_ids.shape) != (t, k):
-        raise OpError(f"{who}: topk_weights and topk_ids must both be [T, top_k] = [{t}, {k}], got "
-                      f"{tuple(topk_weights.shape)} and {tuple(topk_ids.shape)}")
-    bm = int(block_m)
-    if bm < 16 or bm % 16:
-        raise OpError(f"{who}: block_m must be a multiple of 16 (tl.dot's smallest M), got {bm}")
-    return bm
-
-
-def align_routed(topk_weights: torch.Tensor, topk_ids: torch.Tensor, e: int, block_m: int
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Return (weights fp32, sorted_ids, expert_ids, n_padded): the routed slots aligned to block_m rows."""
-    t, k = topk_ids.shape
-    ids = topk_ids.to(torch.int32).contiguous()
-    weights = topk_weights.to(torch.float32).contiguous()
-    # The launchers themselves, not the registered variants: those validate topk_ids against E with a min/max
-    # that syncs with the host, and the pipeline is meant to run without one (CUDA-graph friendly).
-    sorted_ids, expert_ids, n_padded = v2_triton_align.run(ids, e, block_m)
-    assert expert_ids.shape[0] == align_sizes(t, k, e, block_m)[1], "moe_align returned a block count off its contract"
-    return weights, sorted_ids, expert_ids, n_padded
-
-
 def fused_moe(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, topk_weights: torch.Tensor,
               topk_ids: torch.Tensor, block_m: int | None = None) -> torch.Tensor:
     """Run the experts on already-routed tokens and return out[T, d] in x's dtype.
@@ -285,20 +253,11 @@ def fused_moe(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, topk_weights:
     n_slots = t * k
     n_blocks = expert_ids.shape[0]
     a = empty((n_slots, i), x.dtype, x.device)  # silu(gate) * up per slot, read back by the down GEMM
-    prec = _precision(x.dtype)
-    up_args = (x, w1, a, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)
-    down_args = (a, w2, out32, weights, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)
-    if _gate_up is not None:
-        _gate_up[lambda m: (n_blocks * triton.cdiv(i, m["BLOCK_N"]),)](*up_args, TOP_K=k, BLOCK_M=bm,
-                                                                       PRECISION=prec)
-        _down[lambda m: (n_blocks * triton.cdiv(d, m["BLOCK_N"]),)](*down_args, TOP_K=k, BLOCK_M=bm,
-                                                                    PRECISION=prec)
-    else:
-        c = CPU_CONFIG
-        launch = {"TOP_K": k, "BLOCK_M": bm, "PRECISION": prec, **c.kwargs, "num_warps": c.num_warps,
-                  "num_stages": c.num_stages}
-        moe_gate_up_kernel[(n_blocks * triton.cdiv(i, c.kwargs["BLOCK_N"]),)](*up_args, **launch)
-        moe_down_kernel[(n_blocks * triton.cdiv(d, c.kwargs["BLOCK_N"]),)](*down_args, **launch)
+    kw = {"TOP_K": k, "BLOCK_M": bm, "PRECISION": dot_precision(x.dtype)}
+    _gate_up[lambda m: (n_blocks * triton.cdiv(i, m["BLOCK_N"]),)](
+        x, w1, a, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks, **kw)
+    _down[lambda m: (n_blocks * triton.cdiv(d, m["BLOCK_N"]),)](
+        a, w2, out32, weights, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks, **kw)
     return out32 if x.dtype == torch.float32 else out32.to(x.dtype)
 
 
@@ -335,27 +294,10 @@ def inspect_spec(kernel: str = "gate_up", dtype: str = "fp16", block_m: int = 64
             "num_warps": c.num_warps, "num_stages": c.num_stages}
 
 
-def routing_supports(who: str) -> Callable[[dict], str | None]:
-    """Return a ``supports`` for variant ``who`` that routes with the Triton top-k and align kernels.
-
-    It refuses what they refuse (E beyond one program's row or scan), naming ``who`` and the kernel.
-    """
-    def supports(shape: dict) -> str | None:
-        for v in (triton_topk, v2_triton_align.triton_align):
-            why = v.supports(shape) if v.supports is not None else None
-            if why:
-                return f"{who} routes with {v.op}/{v.name}, which refuses this shape: {why}"
-        return None
-
-    return supports
-
-
-_supports = routing_supports("moe/triton_fused")
-
-
-@register("moe", "triton_fused", backend="triton", supports=_supports, inspect_spec=inspect_spec,
+@register("moe", "triton_fused", backend="triton", supports=routing_supports("moe/triton_fused"),
+          inspect_spec=inspect_spec,
           idea="vLLM-style: Triton top-k + align, a gate/up GEMM with fused SwiGLU, a down GEMM with atomic combine.")
 def triton_fused(x: torch.Tensor, router_logits: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, top_k: int,
                  renormalize: bool = True) -> torch.Tensor:
-    weights, ids = triton_topk.fn(router_logits, top_k, renormalize)
+    weights, ids = route(router_logits, top_k, renormalize)
     return fused_moe(x, w1, w2, weights, ids)

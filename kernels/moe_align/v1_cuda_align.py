@@ -17,25 +17,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from kernels._launch import cuda_kernel, cuda_spec
 from kernels.moe_align.reference import empty_outputs
 from workbench import register
 from workbench.interop import to_raw
 
-HERE = Path(__file__).parent
-CU = "moe_align.cu"
+CU = Path(__file__).with_name("moe_align.cu")
 THREADS = 256  # the .cu file's THREADS
 MAX_E = 1024  # the .cu file's MAX_E: counts + prefix-sum tables in 8 KiB of shared memory, one block's scan
 SLOTS_PER_BLOCK = 4096  # 16 slots per thread; at or below it a single block does everything in one launch
 MAX_BLOCKS = 264  # 2 blocks per SM of an H200 (132 SMs): the grid-stride loops cover the rest
-_module: list = []  # the compiled RawModule (both kernels), built on first use
-
-
-def _kernels() -> tuple:
-    from workbench import cuda
-
-    if not _module:
-        _module.append(cuda.RawModule(HERE / CU))
-    return _module[0].get_function("moe_align_count"), _module[0].get_function("moe_align_scatter")
 
 
 def grid_for(n: int) -> int:
@@ -52,10 +43,10 @@ def _supports(shape: dict) -> str | None:
 
 def _spec(name: str = "moe_align_count") -> dict:
     """Return what wb.inspect compiles: ``moe_align_count`` (default) or ``moe_align_scatter``."""
-    return {"kind": "cuda", "code": HERE / CU, "name": name, "options": ()}
+    return cuda_spec(CU, name, None)
 
 
-@register("moe_align", "cuda_align", backend="cuda", cu_file=CU, supports=_supports, inspect_spec=_spec,
+@register("moe_align", "cuda_align", backend="cuda", cu_file=CU.name, supports=_supports, inspect_spec=_spec,
           idea="CUDA C: shared-memory histograms, last-block prefix sum of padded counts, warp-aggregated "
                "atomic scatter.")
 def cuda_align(topk_ids: torch.Tensor, E: int, block: int  # noqa: N803
@@ -69,7 +60,7 @@ def cuda_align(topk_ids: torch.Tensor, E: int, block: int  # noqa: N803
         counts, ticket, cursor = ws[:E], ws[E:E + 1], ws[E + 1:]
     else:  # one block needs no workspace: the pointers are never read, any int32 buffer will do
         counts = ticket = cursor = n_padded
-    count, scatter = _kernels()
+    count, scatter = cuda_kernel(CU, "moe_align_count"), cuda_kernel(CU, "moe_align_scatter")
     ids = to_raw(topk_ids)
     count((g,), (THREADS,), (ids, np.int32(n), np.int32(E), np.int32(block), np.int32(p), to_raw(sorted_ids),
                              to_raw(expert_ids), to_raw(n_padded), to_raw(counts), to_raw(ticket), to_raw(cursor)))

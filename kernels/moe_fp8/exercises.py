@@ -12,7 +12,6 @@ register_exercise(
     title="fp8 MoE: requantize SiLU(gate) * up per 1x128 group inside the gate/up epilogue",
     op="moe_fp8",
     here=__file__,
-    starter="ex_requant_starter.py",
     solution="ex_requant_solution.py",
     entry="moe_fp8",
     statement="""

@@ -29,17 +29,16 @@ computes the same sums (up to summation order) with every index, mask, scale and
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import smem_per_block, tuned
+from kernels._routing import align_routed, check_routed, route, routing_supports
 from kernels.moe_fp8.reference import FP8, GROUP, groups
 from workbench import MODE, empty, register
-from workbench.registry import get_op
-
-get_op("moe", with_variants=True)  # moe's ladder (and with it moe_topk's and moe_align's) registers first
-from kernels.moe.v3_triton_fused import SMEM_BYTES, align_routed, check_routed, routing_supports  # noqa: E402
-from kernels.moe_topk.v2_triton_topk import triton_topk  # noqa: E402
 
 
 @triton.jit
@@ -226,7 +225,7 @@ def block_m_for(n_slots: int, n_experts: int) -> int:
 
 
 def _prune(n_b: int):
-    """Return an early_config_prune keeping the configs that fit shared memory and 128 accumulator registers."""
+    """Return a prune keeping the configs that fit shared memory and 128 accumulator registers."""
     def prune(configs: list, named_args: dict, **kw) -> list:
         bm = kw.get("BLOCK_M", 64)
 
@@ -234,21 +233,27 @@ def _prune(n_b: int):
             bn = c.kwargs.get("BLOCK_N", GROUP)
             smem = c.num_stages * (bm + n_b * bn) * GROUP
             live = 2 * n_b * bm * bn // (32 * c.num_warps)  # accumulators + the step's dot results, fp32
-            return smem <= SMEM_BYTES and live <= 128
+            return smem <= smem_per_block() and live <= 128
 
         return [c for c in configs if ok(c)] or configs[:1]
 
     return prune
 
 
-if MODE == "gpu":
-    _KEY = ["d", "I", "BLOCK_M"]
-    _gate_up = triton.autotune(GATE_UP_CONFIGS, key=_KEY, prune_configs_by={"early_config_prune": _prune(2)})(
-        moe_fp8_gate_up_kernel)
-    _down = triton.autotune(DOWN_CONFIGS, key=_KEY, reset_to_zero=["out_ptr"],
-                            prune_configs_by={"early_config_prune": _prune(1)})(moe_fp8_down_kernel)
-else:
-    _gate_up = _down = None
+def tuners(mode: str | None = None) -> tuple[Any, Any]:
+    """Return the gate/up and down kernels tuned as a launch in ``mode`` (default: this one) runs them.
+
+    cpu mode runs gate/up at 4 warps and down with ``CPU_DOWN_BLOCK_N`` (the interpreter pays per tl op).
+    """
+    key = ["d", "I", "BLOCK_M"]
+    gate_up = tuned(moe_fp8_gate_up_kernel, GATE_UP_CONFIGS, cpu_config=_cfg(4, 1), key=key, prune=_prune(2),
+                    mode=mode)
+    down = tuned(moe_fp8_down_kernel, DOWN_CONFIGS, cpu_config=_cfg(4, 1, CPU_DOWN_BLOCK_N), key=key,
+                 prune=_prune(1), reset_to_zero=["out_ptr"], mode=mode)
+    return gate_up, down
+
+
+_gate_up, _down = tuners()
 
 
 # --------------------------------------------------------------------------------------------------- host side
@@ -289,18 +294,10 @@ def fused_moe_fp8(x: torch.Tensor, w1q: torch.Tensor, w1s: torch.Tensor, w2q: to
     a_s = empty((n_slots, groups(i)), torch.float32, x.device)
     up_args = (xq, xs, w1q, w1s, aq, a_s, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)
     down_args = (aq, a_s, w2q, w2s, out32, weights, sorted_ids, expert_ids, n_padded, n_slots, d, i, n_blocks)
-    n_up = n_blocks * groups(i)
-    if _gate_up is not None:
-        _gate_up[(n_up,)](*up_args, TOP_K=k, BLOCK_M=bm, GROUP=GROUP, DOT_F16=False)
-        _down[lambda m: (n_blocks * triton.cdiv(d, m["BLOCK_N"]),)](*down_args, TOP_K=k, BLOCK_M=bm, GROUP=GROUP,
-                                                                    DOT_F16=False)
-    else:
-        moe_fp8_gate_up_kernel[(n_up,)](*up_args, TOP_K=k, BLOCK_M=bm, GROUP=GROUP, GROUP_M=8, DOT_F16=True,
-                                        num_warps=4, num_stages=1)
-        bn = CPU_DOWN_BLOCK_N
-        moe_fp8_down_kernel[(n_blocks * triton.cdiv(d, bn),)](*down_args, TOP_K=k, BLOCK_M=bm, BLOCK_N=bn,
-                                                              GROUP=GROUP, GROUP_M=8, DOT_F16=True, num_warps=4,
-                                                              num_stages=1)
+    emulate = MODE != "gpu"  # the interpreter has no fp8 dot: upcast the tiles to fp16 (exact for e4m3)
+    kw = {"TOP_K": k, "BLOCK_M": bm, "GROUP": GROUP, "DOT_F16": emulate}
+    _gate_up[(n_blocks * groups(i),)](*up_args, **kw)
+    _down[lambda m: (n_blocks * triton.cdiv(d, m["BLOCK_N"]),)](*down_args, **kw)
     return out32.to(x.dtype)
 
 
@@ -343,5 +340,5 @@ def inspect_spec(kernel: str = "gate_up", block_m: int = 64, config: triton.Conf
           idea="e4m3 grouped GEMMs, fp32 promotion every 128 of K, SwiGLU + 1x128 requant fused into gate/up.")
 def triton_block(x: torch.Tensor, router_logits: torch.Tensor, w1q: torch.Tensor, w1s: torch.Tensor,
                  w2q: torch.Tensor, w2s: torch.Tensor, top_k: int, renormalize: bool = True) -> torch.Tensor:
-    weights, ids = triton_topk.fn(router_logits, top_k, renormalize)
+    weights, ids = route(router_logits, top_k, renormalize)
     return fused_moe_fp8(x, w1q, w1s, w2q, w2s, weights, ids)

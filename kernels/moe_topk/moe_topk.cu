@@ -24,17 +24,11 @@
 // 3 blocks of 4 warps per SM), no shared memory.
 // One warp per token leaves lanes idle when E < 32 (E = 8: 24 of 32 lanes hold only padding); that is cheap at
 // these sizes, and packing 4 tokens per warp would only pay for routers with very few experts.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <math_constants.h>
+#include "../include/kernel_helpers.cuh"  // to_f32, warp_max, warp_sum, instance selection
 
 #define WARPS 4              // tokens (warps) per block
 #define NONE 0x7fffffff      // "no candidate" expert id: loses every comparison
 #define FULL 0xffffffffu     // all 32 lanes take part in every shuffle
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 // Is (v, i) a better pick than (bv, bi)? A real candidate beats NONE; then the larger logit; equal logits: lower id.
 __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
@@ -59,14 +53,12 @@ __device__ void moe_topk(const Tin* __restrict__ logits, float* __restrict__ wei
     x[j] = e < E ? to_f32(row[e]) : -CUDART_INF_F;
     m = fmaxf(m, x[j]);
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(FULL, m, off));
+  m = warp_max(m);  // 5 butterfly shuffles: every lane gets the row max
   float s = 0.0f;
 #pragma unroll
   for (int j = 0; j < VPL; ++j)
     if (j * 32 + lane < E) s += expf(x[j] - m);
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(FULL, s, off);  // same bits in every lane
+  s = warp_sum(s);  // same bits in every lane
 
   // 2.-3. top_k rounds of warp argmax.
   unsigned taken = 0;  // bit j: expert j*32 + lane is already chosen (VPL <= 32 bits)
@@ -119,9 +111,9 @@ __device__ void moe_topk(const Tin* __restrict__ logits, float* __restrict__ wei
 }
 
 // One extern "C" kernel per (logits per lane, dtype): moe_topk_v<VPL>_<f32|f16|bf16>, 18 in all (~15 s of nvcc
-// on 2 cores). -DTOPK_ONLY_VPL=<VPL> and -DTOPK_ONLY_DT=<1 f32 | 2 f16 | 3 bf16> compile just one of them (the GPU
+// on 2 cores). -DTOPK_ONLY_VPL=<VPL> and -DWB_ONLY_DT=<1 f32 | 2 f16 | 3 bf16> compile just one of them (the GPU
 // launcher and wb.inspect do; the CPU engine builds them all at once).
-#define MOE_TOPK(VPL, SUF, Tin)                                                                                   \
+#define MOE_TOPK(SUF, Tin, VPL)                                                                                   \
   extern "C" __global__ void __launch_bounds__(32 * WARPS)                                                        \
       moe_topk_v##VPL##_##SUF(const Tin* logits, float* weights, int* ids, int T, int E, int k, int renormalize) { \
     moe_topk<Tin, VPL>(logits, weights, ids, T, E, k, renormalize);                                               \
@@ -129,40 +121,21 @@ __device__ void moe_topk(const Tin* __restrict__ logits, float* __restrict__ wei
 #ifndef TOPK_ONLY_VPL
 #define TOPK_ONLY_VPL 0
 #endif
-#ifndef TOPK_ONLY_DT
-#define TOPK_ONLY_DT 0
+#if WB_WANT(TOPK_ONLY_VPL, 1)
+WB_EACH_DTYPE(MOE_TOPK, 1)
 #endif
-#if TOPK_ONLY_DT == 0 || TOPK_ONLY_DT == 1
-#define MOE_TOPK_F32(VPL) MOE_TOPK(VPL, f32, float)
-#else
-#define MOE_TOPK_F32(VPL)
+#if WB_WANT(TOPK_ONLY_VPL, 2)
+WB_EACH_DTYPE(MOE_TOPK, 2)
 #endif
-#if TOPK_ONLY_DT == 0 || TOPK_ONLY_DT == 2
-#define MOE_TOPK_F16(VPL) MOE_TOPK(VPL, f16, __half)
-#else
-#define MOE_TOPK_F16(VPL)
+#if WB_WANT(TOPK_ONLY_VPL, 4)
+WB_EACH_DTYPE(MOE_TOPK, 4)
 #endif
-#if TOPK_ONLY_DT == 0 || TOPK_ONLY_DT == 3
-#define MOE_TOPK_BF16(VPL) MOE_TOPK(VPL, bf16, __nv_bfloat16)
-#else
-#define MOE_TOPK_BF16(VPL)
+#if WB_WANT(TOPK_ONLY_VPL, 8)
+WB_EACH_DTYPE(MOE_TOPK, 8)
 #endif
-#define MOE_TOPK_ALL(VPL) MOE_TOPK_F32(VPL) MOE_TOPK_F16(VPL) MOE_TOPK_BF16(VPL)
-#if TOPK_ONLY_VPL == 0 || TOPK_ONLY_VPL == 1
-MOE_TOPK_ALL(1)
+#if WB_WANT(TOPK_ONLY_VPL, 16)
+WB_EACH_DTYPE(MOE_TOPK, 16)
 #endif
-#if TOPK_ONLY_VPL == 0 || TOPK_ONLY_VPL == 2
-MOE_TOPK_ALL(2)
-#endif
-#if TOPK_ONLY_VPL == 0 || TOPK_ONLY_VPL == 4
-MOE_TOPK_ALL(4)
-#endif
-#if TOPK_ONLY_VPL == 0 || TOPK_ONLY_VPL == 8
-MOE_TOPK_ALL(8)
-#endif
-#if TOPK_ONLY_VPL == 0 || TOPK_ONLY_VPL == 16
-MOE_TOPK_ALL(16)
-#endif
-#if TOPK_ONLY_VPL == 0 || TOPK_ONLY_VPL == 32
-MOE_TOPK_ALL(32)
+#if WB_WANT(TOPK_ONLY_VPL, 32)
+WB_EACH_DTYPE(MOE_TOPK, 32)
 #endif

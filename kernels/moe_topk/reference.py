@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from workbench import empty
 from workbench.contracts import elem_size, require, require_tensor
 from workbench.registry import Op, register, register_op
 
@@ -46,6 +47,13 @@ def reference(router_logits: torch.Tensor, top_k: int, renormalize: bool = True
     if renormalize:
         w = w / w.sum(dim=-1, keepdim=True)
     return w, order.to(torch.int32)
+
+
+def outputs(router_logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return the outputs a kernel fills: weights fp32 [T, top_k] and ids int32 [T, top_k] (poisoned when checked)."""
+    t = router_logits.shape[0]
+    return (empty((t, top_k), torch.float32, router_logits.device),
+            empty((t, top_k), torch.int32, router_logits.device))
 
 
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:

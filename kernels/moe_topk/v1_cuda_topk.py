@@ -10,22 +10,21 @@ runs top_k rounds of a warp argmax (ties: the lower expert id) and writes fp32 w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from workbench import empty, register
+from kernels._launch import cuda_kernel, cuda_spec, only_dtype
+from kernels.moe_topk.reference import outputs
+from workbench import register
 from workbench.interop import to_raw
+from workbench.registry import as_dtype
 
-HERE = Path(__file__).parent
-CU = "moe_topk.cu"
-SUFFIX = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
-DT_CODE = {"f32": 1, "f16": 2, "bf16": 3}  # the .cu file's TOPK_ONLY_DT
+CU = Path(__file__).with_name("moe_topk.cu")
 WARPS = 4  # tokens per block (the .cu file's WARPS): 128 threads
 VPLS = (1, 2, 4, 8, 16, 32)  # compiled logits-per-lane counts
 MAX_E = 32 * VPLS[-1]  # 1024 experts: 32 fp32 logits per lane; ptxas (sm_90) gives that kernel 146 registers
-_kernels: dict[str, object] = {}
-_module: list = []  # cpu mode: one CPU-engine module for the whole .cu file
 
 
 def vpl(e: int) -> int:
@@ -33,28 +32,18 @@ def vpl(e: int) -> int:
     return next(v for v in VPLS if 32 * v >= e)
 
 
-def only(e: int, suffix: str) -> tuple[str, ...]:
-    """Return the nvcc options that compile just the kernel for ``e`` experts and dtype ``suffix`` (f32/f16/bf16)."""
-    return (f"-DTOPK_ONLY_VPL={vpl(e)}", f"-DTOPK_ONLY_DT={DT_CODE[suffix]}")
+def only(e: int, dtype: torch.dtype) -> tuple[str, ...]:
+    """Return the options that compile just the kernel for ``e`` experts and logits of ``dtype``."""
+    return (f"-DTOPK_ONLY_VPL={vpl(e)}", *only_dtype(dtype))
 
 
-def kernel(e: int, dtype: torch.dtype):
-    """Return the kernel for ``e`` experts and logits of ``dtype`` (cached per process).
+def kernel(e: int, dtype: torch.dtype) -> Any:
+    """Return the kernel for ``e`` experts and logits of ``dtype``.
 
     On a GPU, NVRTC compiles only that kernel (``only``; nvcc takes ~15 s here for all 18). The CPU engine builds
     the whole file once (one g++ run, ~3 s on 2 cores) and every kernel comes from that module.
     """
-    from workbench import MODE, cuda
-
-    name = f"moe_topk_v{vpl(e)}_{SUFFIX[dtype]}"
-    if name not in _kernels:
-        if MODE == "gpu":
-            _kernels[name] = cuda.RawKernel(HERE / CU, name, options=only(e, SUFFIX[dtype]))
-        else:
-            if not _module:
-                _module.append(cuda.RawModule(HERE / CU))
-            _kernels[name] = _module[0].get_function(name)
-    return _kernels[name]
+    return cuda_kernel(CU, f"moe_topk_v{vpl(e)}", dtype, gpu_options=only(e, dtype))
 
 
 def _supports(shape: dict) -> str | None:
@@ -66,16 +55,16 @@ def _supports(shape: dict) -> str | None:
 
 def _spec(e: int = 256, dtype: str = "bf16") -> dict:
     """Return what wb.inspect compiles: the kernel for ``e`` experts (default DeepSeek-V3's 256) and ``dtype``."""
-    return {"kind": "cuda", "code": HERE / CU, "name": f"moe_topk_v{vpl(e)}_{dtype}", "options": only(e, dtype)}
+    dt = as_dtype(dtype)
+    return cuda_spec(CU, f"moe_topk_v{vpl(e)}", dt, options=only(e, dt))
 
 
-@register("moe_topk", "cuda_topk", backend="cuda", cu_file=CU, supports=_supports, inspect_spec=_spec,
+@register("moe_topk", "cuda_topk", backend="cuda", cu_file=CU.name, supports=_supports, inspect_spec=_spec,
           idea="CUDA C: warp per token, logits in registers, shuffle max/sum softmax, top_k rounds of warp argmax.")
 def cuda_topk(router_logits: torch.Tensor, top_k: int, renormalize: bool = True
               ) -> tuple[torch.Tensor, torch.Tensor]:
+    weights, ids = outputs(router_logits, top_k)
     t, e = router_logits.shape
-    weights = empty((t, top_k), torch.float32, router_logits.device)
-    ids = empty((t, top_k), torch.int32, router_logits.device)
     if t == 0:
         return weights, ids
     kernel(e, router_logits.dtype)(((t + WARPS - 1) // WARPS,), (32, WARPS),

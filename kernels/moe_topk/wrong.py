@@ -17,8 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.moe_topk.reference import outputs
 from kernels.moe_topk.v2_triton_topk import _supports, tiles
-from workbench import empty, register
+from workbench import register
 
 
 @triton.jit
@@ -66,9 +67,8 @@ def moe_topk_ties_high_kernel(x_ptr, w_ptr, ids_ptr, T, E, top_k, RENORM: tl.con
           idea="KNOWN WRONG: among equal logits picks the highest expert id; the contract wants the lowest.")
 def wrong_ties_high_id(router_logits: torch.Tensor, top_k: int, renormalize: bool = True
                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    weights, ids = outputs(router_logits, top_k)
     t, e = router_logits.shape
-    weights = empty((t, top_k), torch.float32, router_logits.device)
-    ids = empty((t, top_k), torch.int32, router_logits.device)
     if t == 0:
         return weights, ids
     bt, be, bk = tiles(e, top_k)

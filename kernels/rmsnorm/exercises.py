@@ -7,7 +7,6 @@ register_exercise(
     title="A ReductionKernel for the row sum of squares",
     op="rmsnorm",
     here=__file__,
-    starter="ex_sumsq_starter.py",
     solution="ex_sumsq_solution.py",
     entry="rmsnorm",
     statement="""

@@ -17,7 +17,11 @@ def softmax_online_kernel(x_ptr, y_ptr, N, BLOCK_N: tl.constexpr):
         x = tl.load(x_ptr + base + cols, mask=cols < N, other=-float("inf")).to(tl.float32)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # only -inf so far: avoid (-inf) - (-inf)
+        # >>> learner
+        #> # TODO: s holds sum(exp(x_old - m)); the new terms are relative to m_new. Fix the update below.
+        #> s = s + tl.sum(tl.exp(x - ref), axis=0)
         s = s * tl.exp(m - ref) + tl.sum(tl.exp(x - ref), axis=0)  # rescale the old sum to the new max
+        # <<< learner
         m = m_new
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)

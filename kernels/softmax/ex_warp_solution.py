@@ -8,14 +8,21 @@ SOURCE = r"""
 #include <math_constants.h>
 
 __device__ float warp_max(float v) {
+    // >>> learner
+    //> // TODO: combine the 32 lanes' values with __shfl_xor_sync(0xffffffffu, v, off) for off = 16, 8, 4, 2, 1
+    //> return v;  // so far: only this lane's own max
     for (int off = 16; off > 0; off >>= 1)  // butterfly: 16, 8, 4, 2, 1 lanes apart
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
     return v;  // every lane now holds the max of all 32
+    // <<< learner
 }
 
 __device__ float warp_sum(float v) {
+    // >>> learner
+    //> // TODO: the same butterfly, adding instead of taking the max
     for (int off = 16; off > 0; off >>= 1)
         v += __shfl_xor_sync(0xffffffffu, v, off);
+    // <<< learner
     return v;
 }
 

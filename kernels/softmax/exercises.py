@@ -9,7 +9,6 @@ register_exercise(
     title="Warp-shuffle reductions in CUDA C: one warp per row",
     op="softmax",
     here=__file__,
-    starter="ex_warp_starter.py",
     solution="ex_warp_solution.py",
     entry="softmax",
     statement="""
@@ -41,7 +40,6 @@ register_exercise(
     title="Online softmax: the max and the sum in one pass",
     op="softmax",
     here=__file__,
-    starter="ex_online_starter.py",
     solution="ex_online_solution.py",
     entry="softmax",
     statement="""
@@ -67,7 +65,6 @@ register_exercise(
     title="A fused softmax row in Triton",
     op="softmax",
     here=__file__,
-    starter="ex_row_starter.py",
     solution="ex_row_solution.py",
     entry="softmax",
     statement="""

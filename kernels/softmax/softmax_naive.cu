@@ -1,16 +1,7 @@
 // Naive softmax: one thread per row, three passes over the row (max, sum of exp, write).
 // Thread r walks row r alone, so the 32 lanes of a warp read 32 addresses N elements apart: no coalescing,
 // and the row is read three times. Correct (max-subtracted, fp32 accumulation), but slow.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#include <math_constants.h>
-
-__device__ __forceinline__ float load(const float* p) { return *p; }
-__device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
+#include "../include/kernel_helpers.cuh"  // load/store, 16-byte vectors, warp and block reductions
 
 template <typename T>
 __device__ void softmax_naive(const T* __restrict__ x, T* __restrict__ y, int m, int n) {

@@ -2,16 +2,7 @@
 // The running pair (m, s) = (max so far, sum of exp(x - m) so far) absorbs a new element v as
 //   m' = max(m, v),  s' = s * exp(m - m') + exp(v - m')
 // so the sum never needs a second read of the row. Still one thread per row: still uncoalesced.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#include <math_constants.h>
-
-__device__ __forceinline__ float load(const float* p) { return *p; }
-__device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
+#include "../include/kernel_helpers.cuh"  // load/store, 16-byte vectors, warp and block reductions
 
 template <typename T>
 __device__ void softmax_online(const T* __restrict__ x, T* __restrict__ y, int m, int n) {

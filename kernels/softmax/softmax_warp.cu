@@ -1,27 +1,7 @@
 // Warp per row: the 32 lanes of a warp stride over one row together (coalesced: 32 neighbours per load),
 // each lane keeps an online (m, s) pair, and five butterfly shuffles (__shfl_xor_sync) merge the 32 pairs
 // in registers: no shared memory, no __syncthreads. Block = 32 x ROWS threads: threadIdx.y picks the row.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#include <math_constants.h>
-
-__device__ __forceinline__ float load(const float* p) { return *p; }
-__device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__half* p, float v) { *p = __float2half(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
-
-// Merge another partial (om, os) into (m, s): both sums are rescaled to the larger max.
-__device__ __forceinline__ void merge(float& m, float& s, float om, float os) {
-    float nm = fmaxf(m, om);
-    if (nm == -CUDART_INF_F) {  // both empty (only -inf seen), or a NaN met only -inf: fmaxf drops the NaN
-        if (om != om || os != os) s = CUDART_NAN_F;  // so keep it in the sum: a NaN input makes the row NaN
-        return;
-    }
-    s = s * expf(m - nm) + os * expf(om - nm);
-    m = nm;
-}
+#include "../include/kernel_helpers.cuh"  // load/store, 16-byte vectors, warp and block reductions
 
 template <typename T>
 __device__ void softmax_warp(const T* __restrict__ x, T* __restrict__ y, int m, int n) {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 import triton
 
-from workbench import MODE, empty_like, register
+from kernels._launch import tuned
+from workbench import empty_like, register
 
 from .v9_triton_fused import softmax_fused_kernel
 from .v10_triton_online import softmax_online_kernel
@@ -21,11 +22,10 @@ def _prune_fused(configs: list, named_args: dict, **kw) -> list:
     return keep or configs[:1]
 
 
-# The interpreter (cpu mode) cannot time configs: the autotuner would "benchmark" each one with the emulator.
-# With one config triton.autotune skips benchmarking, so cpu mode keeps the first; a GPU tunes them all.
-_fused = triton.autotune(FUSED_CONFIGS if MODE == "gpu" else FUSED_CONFIGS[:1], key=["N"],
-                         prune_configs_by={"early_config_prune": _prune_fused})(softmax_fused_kernel)
-_online = triton.autotune(ONLINE_CONFIGS if MODE == "gpu" else ONLINE_CONFIGS[:1], key=["N"])(softmax_online_kernel)
+# On a GPU the autotuner times every config once per N; in cpu mode the interpreter's times say nothing about a GPU,
+# so the first config of each list runs alone.
+_fused = tuned(softmax_fused_kernel, FUSED_CONFIGS, cpu_config=FUSED_CONFIGS[0], key=["N"], prune=_prune_fused)
+_online = tuned(softmax_online_kernel, ONLINE_CONFIGS, cpu_config=ONLINE_CONFIGS[0], key=["N"])
 
 
 def _spec() -> dict:

@@ -6,12 +6,14 @@ import math
 
 import torch
 
-from workbench import MODE, empty_like, register
+from workbench import empty_like, register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.registry import CpuLimit
 
 THREADS = 128  # rows per block
-CPU_MAX_N = 4096  # Numba's simulator runs one OS thread per CUDA thread: keep emulated rows short
+# The Numba simulator runs one OS thread per CUDA thread: keep emulated rows short (both numba variants).
+CPU_LIMIT = CpuLimit("N", 4096, "the Numba simulator runs one OS thread per CUDA thread")
 
 
 @cuda.jit
@@ -28,16 +30,8 @@ def softmax_three_pass(x, out, m, n):
             out[r, j] = math.exp(float32(x[r, j]) - mx) / s
 
 
-def cpu_limit(shape: dict) -> str | None:
-    """Refuse long rows in cpu mode, where the Numba simulator is too slow for them."""
-    if MODE == "cpu" and shape["N"] > CPU_MAX_N:
-        return (f"softmax numba variants: N <= {CPU_MAX_N} in cpu mode (the Numba simulator runs one OS thread "
-                f"per CUDA thread), got N={shape['N']}; on a GPU any N runs")
-    return None
-
-
 @register("softmax", "numba_three_pass", backend="numba", dtypes=("float32", "float16"),
-          supports=numba_supports(cpu_limit),
+          supports=numba_supports(), cpu_limit=CPU_LIMIT,
           idea="Numba: one thread per row, three passes (max, sum, write); each load uncoalesced.")
 def numba_three_pass(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape

@@ -10,7 +10,7 @@ from workbench import MODE, empty_like, register
 from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
 
-from .v1_numba_three_pass import cpu_limit
+from .v1_numba_three_pass import CPU_LIMIT
 
 # A power of two: the tree halves it log2(THREADS) times. cpu mode uses one warp's worth: the simulator runs
 # each CUDA thread as an OS thread, and 128 of them per row make the default check take ~45 s.
@@ -55,7 +55,7 @@ def softmax_block_tree(x, out, n):
 
 
 @register("softmax", "numba_block_tree", backend="numba", dtypes=("float32", "float16"),
-          supports=numba_supports(cpu_limit),
+          supports=numba_supports(), cpu_limit=CPU_LIMIT,
           idea="Numba: one block per row, coalesced strided loads, shared-memory tree reductions for max and sum.")
 def numba_block_tree(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from kernels._launch import pow2_threads
 from workbench import register
 
-from ._cuda import pow2_threads, run, spec
+from ._cuda import run, spec
 
 CU = "softmax_block.cu"
 

@@ -1,7 +1,9 @@
-"""Register the softmax variants in teaching order (the torch baseline is registered with the contract).
+"""Register the softmax variants; ``LADDER`` (not import order) is their teaching order.
 
-The CuPy rung comes first (array code, then CuPy's kernel generators), then Numba, CUDA C and Triton.
+The CuPy rung first (array code, then CuPy's kernel generators), then Numba, CUDA C and Triton.
 """
+
+from workbench.registry import teaching_order
 
 from . import (  # noqa: F401
     v0_cupy,
@@ -17,5 +19,11 @@ from . import (  # noqa: F401
     v10_triton_online,
     v11_triton_autotuned,
     wrong,
-    wrong_more,
 )
+
+LADDER = (
+    "torch_softmax", "cupy_unfused", "cupy_reduction", "cupy_fuse", "numba_three_pass", "numba_block_tree",
+    "cuda_naive", "cuda_online", "cuda_warp", "cuda_block", "cuda_vec", "cuda_rows", "triton_fused", "triton_online",
+    "triton_autotuned", "wrong_unwritten_rows", "wrong_zero_empty_rows", "wrong_no_max", "wrong_unguarded_warp_slots",
+)
+teaching_order("softmax", LADDER)

@@ -8,11 +8,19 @@ SOURCE = r"""
 #define TILE 32
 #define ROWS 8
 
+// >>> learner
+//> // Correct, but slow: a 32 x 32 tile staged in shared memory, so that both global sides are coalesced. But a
+//> // warp reading tile[tx][...] walks down a column of the tile, its 32 lanes 32 words apart, all in one bank.
+//> // TODO: lay the tile out so that a column of it spans all 32 banks (and a row still does).
 // The shared tile padded by one column: a row of it is 33 words long, so the 32 words of one tile column sit in
 // banks (33 * tx + c) mod 32 = (tx + c) mod 32: all 32 different, one wavefront per warp read. A row still spans
 // all 32 banks, so the stores into the tile stay conflict-free too.
+// <<< learner
 extern "C" __global__ void transpose_tile(const float* x, float* out, int m, int n) {
+    // >>> learner
+    //> __shared__ float tile[TILE][TILE];
     __shared__ float tile[TILE][TILE + 1];  // + 1: the padding column, never read
+    // <<< learner
     int tx = threadIdx.x, ty = threadIdx.y;
     int col = blockIdx.x * TILE + tx;
     for (int k = 0; k < TILE; k += ROWS) {

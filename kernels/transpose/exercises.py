@@ -20,7 +20,6 @@ register_exercise(
     title="Transpose in CUDA C: coalesce the writes through shared memory",
     op="transpose",
     here=__file__,
-    starter="ex_coalesce_starter.py",
     solution="ex_coalesce_solution.py",
     entry="transpose",
     statement="""
@@ -54,7 +53,6 @@ register_exercise(
     title="Transpose in CUDA C: remove the shared tile's 32-way bank conflicts",
     op="transpose",
     here=__file__,
-    starter="ex_conflicts_starter.py",
     solution="ex_conflicts_solution.py",
     entry="transpose",
     statement="""

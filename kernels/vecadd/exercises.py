@@ -7,7 +7,6 @@ register_exercise(
     title="Vector add in Triton: offsets and a mask",
     op="vecadd",
     here=__file__,
-    starter="ex_triton_starter.py",
     solution="ex_triton_solution.py",
     entry="vecadd",
     statement="""
@@ -32,7 +31,6 @@ register_exercise(
     title="Vector add in Numba: a grid that covers every element",
     op="vecadd",
     here=__file__,
-    starter="ex_numba_starter.py",
     solution="ex_numba_solution.py",
     entry="vecadd",
     statement="""

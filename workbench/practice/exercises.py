@@ -1,7 +1,8 @@
 """Auto-checked exercises: a statement and starter code, then ``check``, ``hint`` and ``solution``.
 
-Each exercise lives beside its op's kernels (``kernels/<op>/exercises.py`` registers it) with two real files: the
-starter the learner completes and the reference solution. Both define one function with the op's signature
+Each exercise lives beside its op's kernels (``kernels/<op>/exercises.py`` registers it) with its reference solution
+file. The starter the learner completes is generated from the solution's learner regions
+(:mod:`workbench.practice.starters`), so the two cannot drift apart. Both define one function with the op's signature
 (``entry``), so the checker can call either.
 
 An exercise whose point is speed carries ``budgets`` (``{metric: "<= 4  # why"}``, see :mod:`workbench.budgets`)
@@ -23,6 +24,7 @@ from typing import Any
 from workbench import budgets as _budgets
 from workbench.budgets import Budget
 from workbench.checker import DIAGNOSES, CaseResult, CheckReport, check
+from workbench.practice import starters
 from workbench.registry import get_op
 
 _EXERCISES: dict[str, Exercise] = {}
@@ -36,8 +38,7 @@ class Exercise:
     title: str
     op: str
     statement: str  # markdown
-    starter_file: Path
-    solution_file: Path
+    solution_file: Path  # the solution, with the learner regions the starter is generated from
     entry: str  # the function both files define, called like the op
     hints: list[str]
     check_kw: dict[str, Any] = field(default_factory=dict)  # shapes/dtypes/seeds for the checker
@@ -47,11 +48,16 @@ class Exercise:
     @property
     def starter(self) -> str:
         """Return the starter code to copy into a cell and complete."""
-        return self.starter_file.read_text()
+        return starters.starter_text(self.solution_file)
+
+    @property
+    def starter_file(self) -> Path:
+        """Return a file holding the starter (generated from the solution), for ``load_function``."""
+        return starters.starter_file(self.solution_file)
 
     def solution(self) -> str:
         """Return the reference solution's source (shown in full in a notebook)."""
-        src = self.solution_file.read_text()
+        src = starters.solution_text(self.solution_file)
         _display_code(src, f"Solution: {self.title}")
         return src
 
@@ -202,12 +208,18 @@ def load_function(path: Path, entry: str) -> Callable:
     return ns[entry]
 
 
-def register_exercise(id: str, *, title: str, op: str, statement: str, starter: str, solution: str, entry: str,
-                      hints: list[str], here: str, **check_kw: Any) -> Exercise:  # noqa: A002
-    """Register an exercise whose starter/solution files sit beside ``here`` (pass ``__file__``)."""
+def register_exercise(id: str, *, title: str, op: str, statement: str, solution: str, entry: str,
+                      hints: list[str], here: str, starter: str | None = None, **check_kw: Any) -> Exercise:  # noqa: A002
+    """Register an exercise whose solution file sits beside ``here`` (pass ``__file__``).
+
+    The starter is generated from the solution's learner regions; ``starter=`` (a starter file) is refused.
+    """
+    if starter is not None:
+        raise TypeError(f"exercise {id}: starter files are generated from the solution's learner regions "
+                        "(workbench.practice.starters); mark them in the solution file and drop starter=")
     base = Path(here).parent
-    ex = Exercise(id=id, title=title, op=op, statement=statement.strip(), starter_file=base / starter,
-                  solution_file=base / solution, entry=entry, hints=list(hints), check_kw=check_kw)
+    ex = Exercise(id=id, title=title, op=op, statement=statement.strip(), solution_file=base / solution,
+                  entry=entry, hints=list(hints), check_kw=check_kw)
     ex.budgets  # noqa: B018  (a misspelt metric or a malformed limit fails when the exercise is registered)
     _EXERCISES[id] = ex
     return ex

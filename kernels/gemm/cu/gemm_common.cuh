@@ -1,17 +1,8 @@
-// Shared helpers for the CUDA C gemm kernels: dtype conversions, guarded 4-wide loads/stores, and a macro that
-// exports one kernel body as <name>_f32 / <name>_f16 / <name>_bf16 (fp32 accumulation in every case).
+// Shared helpers for the CUDA C gemm kernels: guarded 4-wide loads/stores, and a macro that exports one kernel body
+// as <name>_f32 / <name>_f16 / <name>_bf16 (fp32 accumulation in every case). Dtype conversions (to_f32, from_f32)
+// come from the kernels' shared header.
 #pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+#include "../../include/kernel_helpers.cuh"
 
 // Four consecutive elements in one instruction: LDG.128 for fp32 (float4), LDG.64 for 16-bit types (uint2).
 template <typename T> struct Vec4;
@@ -51,10 +42,10 @@ __device__ __forceinline__ void store4(T* p, float4 v4, int valid, bool vec) {
 }
 
 // One 128-bit shared-memory load (LDS.128) into r[off..off+3] of a register array (a macro so r stays in registers).
-#define LDS128(r, off, src)                                           \
-  do {                                                                \
-    const float4 t_ = *reinterpret_cast<const float4*>(src);          \
-    (r)[(off)] = t_.x, (r)[(off) + 1] = t_.y, (r)[(off) + 2] = t_.z, (r)[(off) + 3] = t_.w; \
+#define LDS128(r, off, src)                                                                                       \
+  do {                                                                                                            \
+    const float4 t_ = *reinterpret_cast<const float4*>(src);                                                      \
+    (r)[(off)] = t_.x, (r)[(off) + 1] = t_.y, (r)[(off) + 2] = t_.z, (r)[(off) + 3] = t_.w;                       \
   } while (0)
 
 // Four accumulators acc[i][j..j+3] as a float4 for store4.
@@ -62,24 +53,11 @@ __device__ __forceinline__ void store4(T* p, float4 v4, int valid, bool vec) {
 
 __device__ __forceinline__ int clamp4(int n) { return n < 0 ? 0 : (n > 4 ? 4 : n); }
 
-// Export body<T>(a, b, c, M, N, K, vec) as three extern "C" kernels with the given launch bound (threads/block).
-// -DGEMM_F32_ONLY exports only <name>_f32 (a third of the compile time, for workbench.inspect).
-#define GEMM_EXPORT_F32(name, body, threads)                                                                 \
-  extern "C" __global__ void __launch_bounds__(threads)                                                     \
-      name##_f32(const float* a, const float* b, float* c, int M, int N, int K, int vec) {                  \
-    body<float>(a, b, c, M, N, K, vec != 0);                                                                 \
+// Export body<T>(a, b, c, M, N, K, vec) as extern "C" name_<f32|f16|bf16> with the given launch bound (threads per
+// block). -DWB_ONLY_DT=1 exports only <name>_f32 (a third of the compile time, for workbench.inspect).
+#define GEMM_EXPORT_ONE(SUF, T, name, body, threads)                                                              \
+  extern "C" __global__ void __launch_bounds__(threads)                                                           \
+      name##_##SUF(const T* a, const T* b, T* c, int M, int N, int K, int vec) {                                  \
+    body<T>(a, b, c, M, N, K, vec != 0);                                                                          \
   }
-#ifdef GEMM_F32_ONLY
-#define GEMM_EXPORT_16(name, body, threads)
-#else
-#define GEMM_EXPORT_16(name, body, threads)                                                                  \
-  extern "C" __global__ void __launch_bounds__(threads)                                                     \
-      name##_f16(const __half* a, const __half* b, __half* c, int M, int N, int K, int vec) {               \
-    body<__half>(a, b, c, M, N, K, vec != 0);                                                                \
-  }                                                                                                          \
-  extern "C" __global__ void __launch_bounds__(threads) name##_bf16(                                        \
-      const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int M, int N, int K, int vec) {     \
-    body<__nv_bfloat16>(a, b, c, M, N, K, vec != 0);                                                         \
-  }
-#endif
-#define GEMM_EXPORT(name, body, threads) GEMM_EXPORT_F32(name, body, threads) GEMM_EXPORT_16(name, body, threads)
+#define GEMM_EXPORT(name, body, threads) WB_EACH_DTYPE(GEMM_EXPORT_ONE, name, body, threads)

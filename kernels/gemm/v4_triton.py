@@ -2,8 +2,7 @@
 TMA kernel for Hopper.
 
 Every kernel accumulates in fp32 and casts once on the store. fp32 inputs use ``input_precision="ieee"`` (a
-true fp32 dot; the GPU default would be TF32, 10-bit mantissa), 16-bit inputs go to the tensor cores. Kernels
-call no other ``@triton.jit`` function, so ``workbench.inspect`` can compile each one for sm_90 on its own.
+true fp32 dot; the GPU default would be TF32, 10-bit mantissa), 16-bit inputs go to the tensor cores.
 """
 
 from __future__ import annotations
@@ -12,17 +11,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.gemm.reference import tma_supports
-from workbench import MODE, empty, register
-
-_TL = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
-
-
-def _precision(dtype: torch.dtype) -> str:
-    return "ieee" if dtype == torch.float32 else "tf32"  # ignored for fp16/bf16 inputs
+from kernels._launch import dot_precision, tuned
+from kernels.gemm.reference import output, tma_supports
+from workbench import register
 
 
-# ------------------------------------------------------------------------------------------------ v1 basic tile
+# -------------------------------------------------------------------------------------------------------- triton_tile
 @triton.jit
 def tile_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                 PRECISION: tl.constexpr):
@@ -55,15 +49,13 @@ def _tile_spec() -> dict:
 @register("gemm", "triton_tile", backend="triton", inspect_spec=_tile_spec,
           idea="One program per 64x64 tile of c, a K loop of masked tile loads and tl.dot into an fp32 accumulator.")
 def triton_tile(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     grid = (triton.cdiv(m, TILE["BM"]), triton.cdiv(n, TILE["BN"]))
-    tile_kernel[grid](a, b, c, m, n, k, **TILE, PRECISION=_precision(a.dtype), num_warps=4, num_stages=2)
+    tile_kernel[grid](a, b, c, m, n, k, **TILE, PRECISION=dot_precision(a.dtype), num_warps=4, num_stages=2)
     return c
 
 
-# ---------------------------------------------------------------------------------------------- v2 grouped order
+# ----------------------------------------------------------------------------------------------------- triton_grouped
 @triton.jit
 def grouped_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                    GROUP_M: tl.constexpr, PRECISION: tl.constexpr):
@@ -111,16 +103,14 @@ def _grouped_spec() -> dict:
 @register("gemm", "triton_grouped", backend="triton", inspect_spec=_grouped_spec,
           idea="128x128 tiles launched in groups of 8 tile-rows so programs running together share L2.")
 def triton_grouped(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     cfg = _grouped_cfg(a.dtype)
     grid = (triton.cdiv(m, cfg["BM"]) * triton.cdiv(n, cfg["BN"]),)
-    grouped_kernel[grid](a, b, c, m, n, k, **cfg, PRECISION=_precision(a.dtype), num_warps=8, num_stages=3)
+    grouped_kernel[grid](a, b, c, m, n, k, **cfg, PRECISION=dot_precision(a.dtype), num_warps=8, num_stages=3)
     return c
 
 
-# ---------------------------------------------------------------------------------------------- v3 autotuned
+# --------------------------------------------------------------------------------------------------- triton_autotuned
 def _cfg(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config:
     return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}, num_stages=stages, num_warps=warps)
 
@@ -140,7 +130,7 @@ CONFIGS = [
 # On a GPU the autotuner times every config once per (M, N, K, dtype) and keeps the fastest. In cpu mode the
 # interpreter's times say nothing about a GPU, so it runs one fixed config instead of tuning.
 CPU_CONFIG = _cfg(64, 64, 32, 1, 4)
-_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(grouped_kernel) if MODE == "gpu" else None
+_tuned = tuned(grouped_kernel, CONFIGS, cpu_config=CPU_CONFIG, key=["M", "N", "K"])
 
 
 def _autotuned_spec() -> dict:
@@ -151,23 +141,13 @@ def _autotuned_spec() -> dict:
 @register("gemm", "triton_autotuned", backend="triton", inspect_spec=_autotuned_spec,
           idea="The grouped kernel autotuned over 8 tile/stage/warp configs per (M, N, K, dtype) on a GPU.")
 def triton_autotuned(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
-    prec = _precision(a.dtype)
-    if _tuned is not None:
-        def grid(meta: dict) -> tuple[int]:
-            return (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
-        _tuned[grid](a, b, c, m, n, k, PRECISION=prec)
-    else:
-        kw = CPU_CONFIG.kwargs
-        grid = (triton.cdiv(m, kw["BM"]) * triton.cdiv(n, kw["BN"]),)
-        grouped_kernel[grid](a, b, c, m, n, k, **kw, PRECISION=prec, num_warps=CPU_CONFIG.num_warps,
-                             num_stages=CPU_CONFIG.num_stages)
+    c, m, n, k = output(a, b)
+    _tuned[lambda meta: (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)](
+        a, b, c, m, n, k, PRECISION=dot_precision(a.dtype))
     return c
 
 
-# ------------------------------------------------------------------------------------ v4 persistent + TMA (Hopper)
+# ------------------------------------------------------------------------------------- triton_persistent_tma (Hopper)
 @triton.jit
 def persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                           GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
@@ -227,9 +207,7 @@ def _ensure_allocator() -> None:
           idea="Persistent: one program per SM loops over grouped tiles; TMA descriptors load 128x64/64x256 tiles.")
 def triton_persistent_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _ensure_allocator()
-    m, k = a.shape
-    n = b.shape[1]
-    c = empty((m, n), a.dtype, a.device)
+    c, m, n, k = output(a, b)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     tiles = triton.cdiv(m, PERSISTENT["BM"]) * triton.cdiv(n, PERSISTENT["BN"])
     persistent_tma_kernel[(min(sms, tiles),)](a, b, c, m, n, k, **PERSISTENT, NUM_SMS=sms, num_warps=8,
