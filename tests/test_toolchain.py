@@ -84,3 +84,20 @@ def test_cache_dirs_live_under_workbench_cache(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     assert toolchain.cache_dir() == tmp_path / "cuda" and (tmp_path / "cuda").is_dir()
     assert toolchain.cache_dir("cubin") == tmp_path / "cubin"
+
+
+def test_nvcc_cache_key_follows_local_includes_into_other_folders(tmp_path) -> None:
+    """An edit to a header two includes away (kernels/include/*.cuh from ../include/) must give a new key."""
+    (tmp_path / "op").mkdir()
+    (tmp_path / "include").mkdir()
+    cu = tmp_path / "op" / "k.cu"
+    cu.write_text('#include "../include/helpers.cuh"\n#include <cuda_fp16.h>\n__global__ void k() {}\n')
+    (tmp_path / "include" / "helpers.cuh").write_text('#include "inner.cuh"\n')
+    inner = tmp_path / "include" / "inner.cuh"
+    inner.write_text("#define A 1\n")
+    nvcc = sys.executable  # any existing file: the key reads its path and modification time
+    before = toolchain.nvcc_cache_key(cu.read_text(), str(cu), nvcc)
+    assert toolchain.local_includes(cu.read_text(), cu.parent) == [tmp_path / "include" / "helpers.cuh", inner]
+    assert toolchain.nvcc_cache_key(cu.read_text(), str(cu), nvcc) == before
+    inner.write_text("#define A 2\n")
+    assert toolchain.nvcc_cache_key(cu.read_text(), str(cu), nvcc) != before

@@ -139,10 +139,31 @@ def nvcc_options(options: Sequence[str]) -> list[str]:
     return [o for o in options if not re.match(r"^(-arch|--gpu-architecture|-gencode|--generate-code|-code)\b", o)]
 
 
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def local_includes(text: str, directory: Path, _seen: set[Path] | None = None) -> list[Path]:
+    """Return the files ``#include "..."`` pulls in, recursively, each resolved next to the file that includes it."""
+    seen = set() if _seen is None else _seen
+    found = []
+    for name in _QUOTED_INCLUDE.findall(text):
+        path = (directory / name).resolve()
+        if path in seen or not path.is_file():
+            continue  # an include nvcc finds on its -I path instead (not a file beside the source)
+        seen.add(path)
+        found.append(path)
+        found += local_includes(path.read_text(errors="replace"), path.parent, seen)
+    return found
+
+
 def nvcc_cache_key(src_text: str, src_path: str | None, nvcc: str, *parts: str) -> str:
-    """Return a hash of every input to one nvcc run: source, local headers beside it, nvcc, and ``parts``."""
+    """Return a hash of every input to one nvcc run: source, the local headers it includes, nvcc, and ``parts``.
+
+    Local headers are followed through their own includes (``kernels/include/*.cuh`` from ``../include/``), so an
+    edit to a shared header gives a new key.
+    """
     keyed = [src_text, *parts, nvcc, str(os.path.getmtime(nvcc))]
-    if src_path:  # local headers (#include "x.cuh") beside the source are inputs too
-        for h in sorted(Path(src_path).parent.glob("*.cu*")) + sorted(Path(src_path).parent.glob("*.h")):
-            keyed += [h.name, h.read_text(errors="replace")]
+    if src_path:
+        for h in local_includes(src_text, Path(src_path).parent):
+            keyed += [str(h), h.read_text(errors="replace")]
     return hashlib.sha256("\0".join(keyed).encode()).hexdigest()[:32]

@@ -238,18 +238,33 @@ class SpotTheBugDrill(Drill):
         tmp = Path(tempfile.mkdtemp(prefix=f"wb-spot-{self.id}-"))
         _TMP.append(tmp)
         src = Path(v.source)
-        py = tmp / src.name
+        opdir = tmp / src.parent.name  # tmp mirrors kernels/: the op's folder, and the headers its .cu includes
+        opdir.mkdir()
+        py = opdir / src.name
         py.write_text(texts["py"])
         if v.cu_file is not None:
-            cu_rel = Path(v.cu_file).relative_to(src.parent)
-            (tmp / cu_rel).parent.mkdir(parents=True, exist_ok=True)
-            for header in Path(v.cu_file).parent.glob("*.cuh"):
-                shutil.copy(header, (tmp / cu_rel).parent / header.name)
-            (tmp / cu_rel).write_text(texts["cu"])
+            _copy_cuda(Path(v.cu_file), texts["cu"], src.parent, tmp)
         ns: dict[str, Any] = {"__name__": f"workbench_spot_{self.id.replace('-', '_')}_{int(fixed)}",
                               "__file__": str(py)}
         exec(compile(texts["py"], str(py), "exec"), ns)  # noqa: S102  (the project's own kernel file)
         return ns[v.fn.__name__]
+
+
+def _copy_cuda(cu: Path, text: str, op_dir: Path, tmp: Path) -> None:
+    """Write ``text`` as ``cu``'s copy under ``tmp`` (a mirror of kernels/), with every local header it includes."""
+    from workbench.cuda.toolchain import local_includes
+
+    kernels_dir = op_dir.parent.resolve()
+    for header in local_includes(text, cu.parent):
+        try:
+            dest = tmp / header.relative_to(kernels_dir)
+        except ValueError:
+            continue  # a header outside kernels/: the compiler finds it where it is
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(header, dest)
+    target = tmp / op_dir.name / cu.relative_to(op_dir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
 
 
 def _split_item(item: str) -> tuple[str, str]:
