@@ -12,7 +12,7 @@ go = pytest.importorskip("plotly.graph_objects", reason="plotly is not installed
 
 from _bench_fakes import FakeVariant, make_record  # noqa: E402
 
-from workbench import plots  # noqa: E402
+from workbench import hardware, plots  # noqa: E402
 
 NONE_RECORDED = "No real-GPU results recorded yet for"
 
@@ -176,6 +176,27 @@ def test_explorer_without_records_says_none_recorded() -> None:
     assert NONE_RECORDED in _texts(thr) and NONE_RECORDED in _texts(roof)
     assert "emulated (CPU) record(s) excluded" in _texts(roof)
     assert _predicted(roof)
+
+
+def test_explorer_without_records_draws_the_napkin_bound() -> None:
+    """No GPU record: the throughput figure shows the op's best possible TFLOP/s per size, labelled a model."""
+    variants = [FakeVariant("naive", 1, "numba"), FakeVariant("tiled", 32)]
+    box = plots.explorer("gemm", variants, lambda M, N, K, dtype: 2 * M * N * K,
+                         lambda M, N, K, dtype: 3 * M * N * 4, [256, 4096], ["float32", "float16"],
+                         lambda n: {"M": n, "N": n, "K": n}, records=[], device="H200")
+    thr = box.throughput_figure
+    (bound,) = [t for t in thr.data if t.name == "napkin bound"]
+    assert bound.visible and "not a measurement" in bound.legendgrouptitle.text
+    h200 = hardware.DEVICES["H200"]
+    bw = (h200.measured_bandwidth_gbs or h200.bandwidth_gbs) * 1e9
+    t_256 = max(3 * 256**2 * 4 / bw, 2 * 256**3 / (hardware.peak_tflops(h200, "float32") * 1e12))
+    assert list(bound.x) == [256, 4096] and bound.y[0] == pytest.approx(2 * 256**3 / t_256 / 1e12)
+    assert bound.y[1] == pytest.approx(hardware.peak_tflops(h200, "float32"))  # 4096^3 is compute-bound
+    box.dtype_dropdown.value = "float16"  # the widget keeps its trace slots
+    assert [t.name for t in box.throughput_figure.data][-1] == "napkin bound"
+    measured = _explorer()  # fp16 records exist at some sizes: the bound hides beside them
+    measured.dtype_dropdown.value = "float16"
+    assert not [t for t in measured.throughput_figure.data if t.name == "napkin bound" and t.visible]
 
 
 # ------------------------------------------------------------------------------------- traffic model (counters)

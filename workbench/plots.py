@@ -12,6 +12,7 @@ of the session (:func:`variant_color`).
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import textwrap
@@ -1032,10 +1033,45 @@ def _sync(widget: go.FigureWidget, fig: go.Figure) -> None:
 
 
 def _call_count(fn: Any, shape: Mapping[str, int], dtype: Any) -> float | None:
+    """Return ``fn(**shape, dtype=dtype)`` as a float (without ``dtype`` if ``fn`` takes none); None if no ``fn``."""
     if not callable(fn):
         return None
-    out = fn(**shape, dtype=dtype)
+    try:
+        params = inspect.signature(fn).parameters.values()
+        takes_dtype = any(p.name == "dtype" or p.kind is p.VAR_KEYWORD for p in params)
+    except (TypeError, ValueError):  # a builtin without a signature: pass it
+        takes_dtype = True
+    out = fn(**shape, dtype=dtype) if takes_dtype else fn(**shape)
     return None if out is None else float(out)
+
+
+NAPKIN_LABEL = "napkin bound, not a measurement:<br>compulsory bytes / copy bandwidth, FLOPs / peak"
+
+
+def _napkin_bound(spec: hardware.DeviceSpec | None, dtype: Any, sizes: Sequence[Any],
+                  shape_fn: Callable[[Any], Mapping[str, int]], flops_fn: Callable[..., float] | None,
+                  bytes_fn: Callable[..., float] | None, metric: str) -> go.Scatter:
+    """Return the op's best possible throughput at each size as a dashed line (no variant, nothing measured).
+
+    Time >= the op's compulsory bytes / the device's copy bandwidth and >= its FLOPs / the dtype's dense peak,
+    from :mod:`workbench.hardware`: the traffic model with every byte moved once. At a GPU benchmark's sizes the
+    emulators are too slow to count a real kernel's traffic, so this is the ceiling a kernel can approach.
+    """
+    spec = spec or hardware.DEVICES[hardware.DEFAULT_DEVICE]
+    bw, bw_what, peak = _model_ceilings(spec, hardware.canonical_dtype(dtype))
+    xs, ys, hover = [], [], []
+    for size in sizes:
+        shape = dict(shape_fn(size))
+        fl = _call_count(flops_fn, shape, dtype) or 0.0
+        by = _call_count(bytes_fn, shape, dtype) or 0.0
+        t = max(by / (bw * 1e9), fl / (peak * 1e12) if peak else 0.0)
+        if t <= 0 or not isinstance(size, (int, float)):
+            continue
+        xs.append(size)
+        ys.append(fl / t / 1e12 if metric == "tflops" else by / t / 1e9)
+        hover.append(f"{_shape_str(shape)}: at best {t * 1e6:.3g} µs on {spec.name} ({bw_what})")
+    return go.Scatter(x=xs, y=ys, mode="lines", name="napkin bound", line=dict(color=_ROOF, width=1.5, dash="dash"),
+                      hovertext=hover, hoverinfo="text", legendgroup="napkin", legendgrouptitle_text=NAPKIN_LABEL)
 
 
 def explorer(
@@ -1141,6 +1177,10 @@ def explorer(
             sized, list(base_notes), metric, x_of=size_of, xlabel="size", title=None, op=op,
             slots=names, marker_x=size if isinstance(size, (int, float)) else None,
         )
+        # Nothing measured: the napkin bound over the sizes, so that the figure is not empty (always one trace,
+        # hidden beside measurements: the widget updates its traces in place).
+        thr.add_trace(_napkin_bound(spec, dtype, sizes, shape_fn, flops_fn, bytes_fn, metric))
+        thr.data[-1].visible = not sized
         table = (
             f"<b>{op}</b> at size {size} ({_shape_str(shape)}), {dname}"
             "<table style='font-size:12px'><tr><th>variant</th><th>backend</th><th>FLOPs</th><th>bytes</th>"
