@@ -1,7 +1,8 @@
-"""Triton device code shared by several ops' kernels: the grouped (L2-friendly) tile order. Registers nothing.
+"""Triton device code shared by several ops' kernels: the grouped (L2-friendly) tile order, a masked tile load.
 
-gemm's ``triton_grouped`` teaches the order inline; the kernels built on it (gemm's persistent kernel aside) call
-:func:`grouped_tile` instead of repeating it.
+Registers nothing. gemm's ``triton_grouped`` teaches the order inline; the kernels built on it (gemm's
+persistent kernel aside) call :func:`grouped_tile` instead of repeating it; gemm_fp8 loads its ``a`` tiles
+with :func:`load_tile`.
 """
 
 from __future__ import annotations
@@ -41,3 +42,10 @@ def grouped_tile(pid, n_m, n_n, GROUP_M: tl.constexpr):
     first_m = (pid // per_group) * GROUP_M
     group_m = tl.minimum(n_m - first_m, GROUP_M)  # the last group may be short
     return first_m + (pid % per_group) % group_m, (pid % per_group) // group_m
+
+
+@device_helper
+def load_tile(ptr, rows, cols, n_rows, n_cols):
+    # The [rows, cols] tile of a row-major n_rows x n_cols matrix, 0 outside it.
+    return tl.load(ptr + rows[:, None] * n_cols + cols[None, :],
+                   mask=(rows[:, None] < n_rows) & (cols[None, :] < n_cols), other=0.0)

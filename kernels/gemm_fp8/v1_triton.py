@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._triton_tiles import grouped_tile
+from kernels._triton_tiles import grouped_tile, load_tile
 from workbench import empty, register
 
 
@@ -22,8 +22,7 @@ def fp8_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K, BM: tl.constexpr, 
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
-                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+        a = load_tile(a_ptr, rm, k0 + rk, M, K)
         b = tl.load(bt_ptr + rn[None, :] * K + (k0 + rk)[:, None],
                     mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)  # e4m3 x e4m3 -> fp32 on the tensor cores (2x the bf16 rate on H100/H200)

@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._triton_tiles import grouped_tile
+from kernels._triton_tiles import grouped_tile, load_tile
 from workbench import MODE, empty, register
 
 
@@ -37,8 +37,7 @@ def fp8_fp16_acc_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K, BM: tl.co
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
-                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+        a = load_tile(a_ptr, rm, k0 + rk, M, K)
         b = tl.load(bt_ptr + rn[None, :] * K + (k0 + rk)[:, None],
                     mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
         if DOT_F16:  # the interpreter has no fp8 dot: e4m3 -> fp16 is exact, so the sums are the same
