@@ -41,6 +41,7 @@ class Exercise:
     entry: str  # the function both files define, called like the op
     hints: list[str]
     check_kw: dict[str, Any] = field(default_factory=dict)  # shapes/dtypes/seeds for the checker
+    source: Path | None = None  # the exercises.toml that declares it
     _hints_shown: int = 0
 
     # ---------------------------------------------------------------- reading
@@ -242,6 +243,7 @@ def load_file(path: Path) -> list[Exercise]:
         kw = {k: tuple(v) if k in TUPLES else v for k, v in t.items()}
         try:
             out.append(register_exercise(kw.pop("id"), here=str(path), **kw))
+            out[-1].source = path
         except (KeyError, TypeError) as e:
             raise ValueError(f"{path}: exercise {t.get('id', '?')!r}: {e}") from e
     return out
