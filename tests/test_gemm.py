@@ -159,8 +159,20 @@ _TRITON_COMPILE = textwrap.dedent("""
 """)
 
 
-def _triton_jobs(op: str) -> list[dict]:
+def _undecorated(fn) -> str:
     import inspect as _inspect
+
+    src = textwrap.dedent(_inspect.getsource(fn))
+    return "\n".join(line for line in src.splitlines() if not line.startswith("@"))
+
+
+def _jit_helpers(fn) -> list:
+    """Return the Python functions of the module-level @triton.jit helpers ``fn`` calls (kernels._triton_tiles)."""
+    return [g.fn for n in fn.__code__.co_names
+            if type(g := fn.__globals__.get(n)).__name__ in ("JITFunction", "InterpretedFunction", "_InlineHelper")]
+
+
+def _triton_jobs(op: str) -> list[dict]:
 
     jobs = []
     for v in wb.variants(op):
@@ -168,8 +180,9 @@ def _triton_jobs(op: str) -> list[dict]:
             continue
         s = v.inspect_spec()
         fn = getattr(s["fn"], "fn", s["fn"])
-        src = textwrap.dedent(_inspect.getsource(fn))
-        src = "\n".join(line for line in src.splitlines() if not line.startswith("@"))
+        src = _undecorated(fn)
+        for helper in _jit_helpers(fn):  # a @triton.jit helper it calls goes first (the child decorates the first)
+            src = _undecorated(helper) + "\n\n@triton.jit\n" + src
         jobs.append({"variant": v.name, "name": fn.__name__, "src": src, "signature": s["signature"],
                      "constexprs": s["constexprs"], "num_warps": s["num_warps"], "num_stages": s["num_stages"]})
     return jobs

@@ -34,7 +34,7 @@ KINDS: dict[str, str] = {
     "variant": "variants, in teaching order",
     "cuda_c": "CUDA C sources",
     "known_wrong": "known-wrong kernels (and the diagnosis the checker must give)",
-    "exercise": "exercises (starter; solution)",
+    "exercise": "exercises (starter; solution; declaration)",
     "drill": "interview drills",
     "test": "tests",
     "benchmark": "benchmarks and recorded GPU results",
@@ -224,7 +224,8 @@ def _exercises(op: str) -> list[Place]:
     for eid in ex.exercises():
         e = ex.exercise(eid)
         if e.op == op:
-            out.append(Place("exercise", e.id, e.starter_file, also=(e.solution_file,), note=e.title))
+            also = (e.solution_file,) + ((e.source,) if e.source else ())  # and where it is declared
+            out.append(Place("exercise", e.id, e.starter_file, also=also, note=e.title))
     return out
 
 

@@ -147,6 +147,24 @@ _LOADED: set[str] = set()
 _LADDERS: dict[str, tuple[str, ...]] = {}
 
 
+#: Op fields that an op's reference module defines as functions of these names (``bytes`` is ``nbytes`` there).
+CONTRACT_NAMES = {"make": "make", "validate": "validate", "reference": "reference", "flops": "flops",
+                  "bytes": "nbytes", "tolerance": "tolerance", "explain": "explain"}
+
+
+def contract(namespace: dict[str, Any]) -> dict[str, Callable]:
+    """Return the contract functions a reference module defines, as Op fields: ``Op(..., **contract(globals()))``.
+
+    make, validate and reference are required; flops, nbytes (the ``bytes`` field), tolerance and explain are taken
+    where the module defines them. A field given as a lambda instead stays an explicit keyword of ``Op``.
+    """
+    missing = [n for n in ("make", "validate", "reference") if not callable(namespace.get(n))]
+    if missing:
+        raise TypeError(f"{namespace.get('__name__', '?')} defines no {', '.join(missing)}(): "
+                        "an op contract needs make, validate and reference")
+    return {field: namespace[name] for field, name in CONTRACT_NAMES.items() if callable(namespace.get(name))}
+
+
 def register_op(op: Op) -> Op:
     """Register an op contract (once; re-registering the same name replaces it, for notebook reloads)."""
     _OPS[op.name] = op

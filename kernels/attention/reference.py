@@ -23,7 +23,7 @@ import math
 import torch
 
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -156,17 +156,11 @@ OP = register_op(Op(
     name="attention",
     signature="attention(q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,D], causal=False, scale=None) -> [B,H,Sq,D]",
     shape_keys=("B", "H", "Sq", "Sk", "D"),
-    make=make,
-    validate=validate,
-    reference=reference,
-    flops=flops,
-    bytes=nbytes,
+    **contract(globals()),
     check_shapes=_CPU_SHAPES,
     call_kwargs=("causal", "scale"),
-    tolerance=tolerance,
     package="kernels.attention.variants",
     cases=("random", "nan"),
-    explain=explain,
     case_shapes={"nan": lambda s: s["D"] == 16 and 1 < s["Sq"] * s["Sk"] <= 17 * 40},
     bench_shapes=BENCH_SHAPES,
     size_key=lambda s: s["Sq"],

@@ -25,7 +25,7 @@ import torch
 from kernels.attention.reference import BENCH_SHAPES
 from workbench import MODE
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 OP = "attention_bwd"
@@ -114,14 +114,9 @@ register_op(Op(
     signature="attention_bwd(q[B,H,Sq,D], k[B,H,Sk,D], v[B,H,Sk,D], o[B,H,Sq,D], lse[B,H,Sq], do[B,H,Sq,D], "
               "causal=False, scale=None) -> (dq, dk, dv)",
     shape_keys=("B", "H", "Sq", "Sk", "D"),
-    make=make,
-    validate=validate,
-    reference=reference,
-    flops=flops,
-    bytes=nbytes,
+    **contract(globals()),
     check_shapes=_CPU_SHAPES,
     call_kwargs=("causal", "scale"),
-    tolerance=tolerance,
     package="kernels.attention_bwd.variants",
     bench_shapes=BENCH_SHAPES,  # the forward's
     size_key=lambda s: s["Sq"],

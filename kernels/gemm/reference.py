@@ -8,7 +8,7 @@ import torch
 
 from workbench import empty
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -59,14 +59,11 @@ OP = register_op(Op(
     name="gemm",
     signature="gemm(a[M,K], b[K,N]) -> [M,N]",
     shape_keys=("M", "N", "K"),
-    make=make,
-    validate=validate,
-    reference=reference,
+    **contract(globals()),
     flops=lambda M, N, K: 2 * M * N * K,
     bytes=lambda M, N, K, dtype=torch.float32: (M * K + K * N + M * N) * elem_size(dtype),
     check_shapes=[{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 9}, {"M": 64, "N": 64, "K": 64},
                   {"M": 127, "N": 65, "K": 129}],
-    tolerance=tolerance,
     package="kernels.gemm.variants",
     bench_shapes={"gpu": [{"M": n, "N": n, "K": n} for n in (512, 1024, 2048, 4096, 8192)],
                   "quick": [{"M": 1024, "N": 1024, "K": 1024}, {"M": 4096, "N": 4096, "K": 4096}],

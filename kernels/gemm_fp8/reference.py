@@ -17,7 +17,7 @@ import math
 import torch
 
 from workbench.contracts import randn, require, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 FP8 = torch.float8_e4m3fn
 E4M3_MAX = 448.0
@@ -68,15 +68,12 @@ OP = register_op(Op(
     name="gemm_fp8",
     signature="gemm_fp8(a[M,K], bt[N,K], scale_a[1], scale_b[1]) -> [M,N]",
     shape_keys=("M", "N", "K"),
-    make=make,
-    validate=validate,
-    reference=reference,
+    **contract(globals()),
     flops=lambda M, N, K: 2 * M * N * K,
     bytes=lambda M, N, K, dtype=torch.bfloat16: M * K + N * K + 2 * M * N + 8,  # 1 B per e4m3 in, 2 B per bf16 out
     check_shapes=[{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 9}, {"M": 64, "N": 64, "K": 64},
                   {"M": 127, "N": 65, "K": 129}],
     dtypes=(torch.bfloat16,),
-    tolerance=tolerance,
     package="kernels.gemm_fp8.variants",
     bench_shapes={"gpu": [{"M": n, "N": n, "K": n} for n in (1024, 2048, 4096, 8192)],
                   "quick": [{"M": 4096, "N": 4096, "K": 4096}], "cpu": [{"M": 64, "N": 64, "K": 64}]},

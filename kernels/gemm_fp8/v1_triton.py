@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._triton_tiles import grouped_tile, load_tile
 from workbench import empty, register
 
 
@@ -15,20 +16,13 @@ def fp8_kernel(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, M, N, K, BM: tl.constexpr, 
     # Grouped program order (see gemm's triton_grouped). b comes K-major (bt[N,K]): the [BK, BN] tile is read
     # as a transposed view, which is the operand layout FP8 wgmma wants, so no shuffle in shared memory.
     pid = tl.program_id(0)
-    n_m = (M + BM - 1) // BM
-    n_n = (N + BN - 1) // BN
-    per_group = GROUP_M * n_n
-    first_m = (pid // per_group) * GROUP_M
-    group_m = tl.minimum(n_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_m
-    pid_n = (pid % per_group) // group_m
+    pid_m, pid_n = grouped_tile(pid, (M + BM - 1) // BM, (N + BN - 1) // BN, GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
-                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+        a = load_tile(a_ptr, rm, k0 + rk, M, K)
         b = tl.load(bt_ptr + rn[None, :] * K + (k0 + rk)[:, None],
                     mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)  # e4m3 x e4m3 -> fp32 on the tensor cores (2x the bf16 rate on H100/H200)

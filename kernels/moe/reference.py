@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -176,17 +176,12 @@ OP = register_op(Op(
     name="moe",
     signature="moe(x[T,d], router_logits[T,E], w1[E,2I,d], w2[E,d,I], top_k, renormalize=True) -> [T,d]",
     shape_keys=("T", "d", "I", "E", "top_k"),
-    make=make,
-    validate=validate,
-    reference=reference,
-    flops=flops,
-    bytes=nbytes,
+    **contract(globals()),
     check_shapes=[{"T": 1, "d": 16, "I": 16, "E": 4, "top_k": 2},  # T = 1: most experts get no token
                   {"T": 17, "d": 33, "I": 20, "E": 8, "top_k": 2},  # d, I not multiples of a block
                   {"T": 9, "d": 32, "I": 24, "E": 4, "top_k": 1},
                   {"T": 5, "d": 16, "I": 16, "E": 4, "top_k": 4}],  # top_k = E
     call_kwargs=("renormalize",),
-    tolerance=tolerance,
     package="kernels.moe.variants",
     # Prefill (4096 tokens) and decode (1 and 64 tokens) at each model's shape; the H200 goals (Mixtral prefill,
     # DeepSeek-V3 decode) are measured by benchmarks/moe_goals.py, which also times the dense matmul and the copy.
@@ -195,7 +190,6 @@ OP = register_op(Op(
                   "cpu": [model_shape("mixtral-8x7b", 64, CPU_SCALE), model_shape("deepseek-v3", 4, CPU_SCALE)]},
     size_key=lambda s: s["T"],
     cases=("random", "one_expert"),
-    explain=explain,
     doc="Top-k routed SwiGLU experts; prefill is compute-bound, decode is bound by reading expert weights.",
 ))
 

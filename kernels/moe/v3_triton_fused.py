@@ -51,6 +51,7 @@ import triton.language as tl
 
 from kernels._launch import dot_precision, smem_per_block, tuned
 from kernels._routing import align_routed, check_routed, route, routing_supports
+from kernels._triton_tiles import grouped_tile
 from workbench import MODE, empty, register
 
 
@@ -63,11 +64,7 @@ def moe_gate_up_kernel(x_ptr, w1_ptr, a_ptr, sorted_ids_ptr, expert_ids_ptr, n_p
     # 1-D grid of n_blocks row blocks x cdiv(I, BLOCK_N) tiles in grouped order (GROUP_M row blocks per group).
     pid = tl.program_id(0)
     n_n = (I + BLOCK_N - 1) // BLOCK_N  # written out: tl.cdiv is a @jit helper (~0.4 ms a call when interpreted)
-    per_group = GROUP_M * n_n
-    first_m = (pid // per_group) * GROUP_M
-    group_m = tl.minimum(n_blocks - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_m
-    pid_n = (pid % per_group) // group_m
+    pid_m, pid_n = grouped_tile(pid, n_blocks, n_n, GROUP_M)
 
     # The grid covers the worst case padding (no host sync on the counts); blocks past n_padded exit at once.
     if pid_m * BLOCK_M >= tl.load(n_padded_ptr):
@@ -117,11 +114,7 @@ def moe_down_kernel(a_ptr, w2_ptr, out_ptr, topk_w_ptr, sorted_ids_ptr, expert_i
     # The same row blocks as gate/up, N = d this time: out[token] += w[slot] * (a[slot] @ w2[e].T).
     pid = tl.program_id(0)
     n_n = (d + BLOCK_N - 1) // BLOCK_N
-    per_group = GROUP_M * n_n
-    first_m = (pid // per_group) * GROUP_M
-    group_m = tl.minimum(n_blocks - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_m
-    pid_n = (pid % per_group) // group_m
+    pid_m, pid_n = grouped_tile(pid, n_blocks, n_n, GROUP_M)
 
     if pid_m * BLOCK_M >= tl.load(n_padded_ptr):
         return

@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from workbench.contracts import require, require_tensor
-from workbench.registry import Op, empty, register, register_op
+from workbench.registry import Op, contract, empty, register, register_op
 
 OP = "moe_align"
 
@@ -142,11 +142,7 @@ OP_SPEC = register_op(Op(
     name=OP,
     signature="moe_align(topk_ids[T,top_k], E, block) -> (sorted_ids[P], expert_ids[P/block], n_padded[1])",
     shape_keys=("T", "top_k", "E", "block"),
-    make=make,
-    validate=validate,
-    reference=reference,
-    flops=flops,
-    bytes=nbytes,
+    **contract(globals()),
     dtypes=(torch.int32,),
     check_shapes=[{"T": 1, "top_k": 2, "E": 8, "block": 16},  # most experts get no slot
                   {"T": 17, "top_k": 4, "E": 60, "block": 16},

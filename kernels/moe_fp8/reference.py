@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from kernels.gemm_fp8.reference import E4M3_MAX, FP8  # one e4m3 dtype and max for both fp8 ops
 from kernels.moe import reference as moe_ref
 from workbench.contracts import elem_size, require, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 GROUP = 128  # quantization group: 128 channels of an activation row, 128x128 blocks of a weight matrix
 SCALE_FLOOR = 1e-12  # an all-zero group still gets a finite, nonzero scale
@@ -167,16 +167,12 @@ OP = register_op(Op(
     signature=("moe_fp8(x[T,d], router_logits[T,E], w1q[E,2I,d], w1s[E,G(2I),G(d)], w2q[E,d,I], w2s[E,G(d),G(I)], "
                "top_k, renormalize=True) -> [T,d]"),
     shape_keys=("T", "d", "I", "E", "top_k"),
-    make=make,
-    validate=validate,
-    reference=reference,
+    **contract(globals()),
     flops=moe_ref.flops,
-    bytes=nbytes,
     check_shapes=[*moe_ref.OP.check_shapes,
                   {"T": 6, "d": 200, "I": 136, "E": 4, "top_k": 2}],  # two ragged 128-groups along d and along I
     dtypes=(torch.bfloat16,),
     call_kwargs=("renormalize",),
-    tolerance=tolerance,
     package="kernels.moe_fp8.variants",
     bench_shapes={"gpu": [moe_ref.model_shape(m, t) for m in moe_ref.MODELS for t in (1, 64, 4096)],
                   "quick": [moe_ref.model_shape("qwen3-30b-a3b", t) for t in (64, 1024)],

@@ -37,6 +37,7 @@ import triton.language as tl
 
 from kernels._launch import smem_per_block, tuned
 from kernels._routing import align_routed, check_routed, route, routing_supports
+from kernels._triton_tiles import grouped_tile
 from kernels.moe_fp8.reference import FP8, GROUP, groups
 from workbench import MODE, empty, register
 
@@ -81,11 +82,7 @@ def moe_fp8_gate_up_kernel(xq_ptr, xs_ptr, w1q_ptr, w1s_ptr, aq_ptr, as_ptr, sor
     # BLOCK_N = BLOCK_K = GROUP = 128: one K step is one scale group, one N tile is one group of the output.
     pid = tl.program_id(0)
     n_n = (I + GROUP - 1) // GROUP
-    per_group = GROUP_M * n_n
-    first_m = (pid // per_group) * GROUP_M
-    group_m = tl.minimum(n_blocks - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_m
-    pid_n = (pid % per_group) // group_m
+    pid_m, pid_n = grouped_tile(pid, n_blocks, n_n, GROUP_M)
     if pid_m * BLOCK_M >= tl.load(n_padded_ptr):
         return
     expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
@@ -148,11 +145,7 @@ def moe_fp8_down_kernel(aq_ptr, as_ptr, w2q_ptr, w2s_ptr, out_ptr, topk_w_ptr, s
     # aq: [n_slots, I] e4m3, as: [n_slots, GI]; w2q: [E, d, I] e4m3, w2s: [E, Gd, GI]; out: [T, d] fp32, zeroed.
     pid = tl.program_id(0)
     n_n = (d + BLOCK_N - 1) // BLOCK_N
-    per_group = GROUP_M * n_n
-    first_m = (pid // per_group) * GROUP_M
-    group_m = tl.minimum(n_blocks - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_m
-    pid_n = (pid % per_group) // group_m
+    pid_m, pid_n = grouped_tile(pid, n_blocks, n_n, GROUP_M)
     if pid_m * BLOCK_M >= tl.load(n_padded_ptr):
         return
     expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)

@@ -18,7 +18,7 @@ import torch
 
 from workbench import empty
 from workbench.contracts import elem_size, require, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 OP = "moe_topk"
@@ -89,18 +89,13 @@ OP_SPEC = register_op(Op(
     name=OP,
     signature="moe_topk(router_logits[T,E], top_k, renormalize=True) -> (weights[T,top_k], ids[T,top_k])",
     shape_keys=("T", "E", "top_k"),
-    make=make,
-    validate=validate,
-    reference=reference,
-    flops=flops,
-    bytes=nbytes,
+    **contract(globals()),
     check_shapes=[{"T": 1, "E": 8, "top_k": 2},
                   {"T": 17, "E": 60, "top_k": 4},  # E not a power of two
                   {"T": 33, "E": 128, "top_k": 8},
                   {"T": 5, "E": 4, "top_k": 4},  # top_k = E
                   {"T": 9, "E": 256, "top_k": 1}],
     call_kwargs=("renormalize",),
-    tolerance=tolerance,
     package="kernels.moe_topk.variants",
     bench_shapes={"gpu": [{"T": t, "E": e, "top_k": k} for t in (64, 4096, 16384) for e, k in ((8, 2), (256, 8))],
                   "quick": [{"T": 4096, "E": 256, "top_k": 8}],

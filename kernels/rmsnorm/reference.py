@@ -11,7 +11,7 @@ import torch
 
 from kernels.softmax.reference import put_nans
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 EPS = 1e-6
@@ -49,9 +49,7 @@ OP = register_op(Op(
     name="rmsnorm",
     signature="rmsnorm(x[M,N], w[N], eps=1e-6) -> [M,N]",
     shape_keys=("M", "N"),
-    make=make,
-    validate=validate,
-    reference=reference,
+    **contract(globals()),
     flops=lambda M, N: 4 * M * N,  # square, add, scale by 1/rms, scale by w
     bytes=lambda M, N, dtype=torch.float32: (2 * M * N + N) * elem_size(dtype),  # read x and w, write y
     # Ragged sizes for the tails, and M = 8, N = 264 (multiples of 4 and 8, not of 32) for the vectorised paths.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from workbench.contracts import elem_size, randn, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -97,9 +97,7 @@ OP = register_op(Op(
     name="softmax",
     signature="softmax(x[M,N]) -> [M,N]",
     shape_keys=("M", "N"),
-    make=make,
-    validate=validate,
-    reference=reference,
+    **contract(globals()),
     flops=lambda M, N: 5 * M * N,  # max, subtract, exp, sum, divide
     bytes=lambda M, N, dtype=torch.float32: 2 * M * N * elem_size(dtype),
     # Ragged sizes for the tails, and M = 8, N = 264 (multiples of 4 and 8, not of 32) for the vectorised paths.
@@ -111,7 +109,6 @@ OP = register_op(Op(
                   "quick": [{"M": 4096, "N": 4096}], "cpu": [{"M": 16, "N": 1024}]},
     size_key=lambda s: s["N"],
     cases=("random", "edge", "nan"),
-    explain=explain,
     doc="Row softmax; ~5 FLOPs per element against 2 elements of traffic: memory-bound on every GPU.",
 ))
 

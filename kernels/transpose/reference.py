@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from workbench.contracts import elem_size, randn, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -37,9 +37,7 @@ OP = register_op(Op(
     name="transpose",
     signature="transpose(x[M,N]) -> [N,M]",
     shape_keys=("M", "N"),
-    make=make,
-    validate=validate,
-    reference=reference,
+    **contract(globals()),
     flops=lambda M, N: 0,
     bytes=lambda M, N, dtype=torch.float32: 2 * M * N * elem_size(dtype),
     # 1 x 1; ragged tails in both dimensions; exact 32-multiples (the tiles' fast path); a tall thin one

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, register, register_op
+from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -35,9 +35,7 @@ OP = register_op(Op(
     name="vecadd",
     signature="vecadd(x[N], y[N]) -> [N]",
     shape_keys=("N",),
-    make=make,
-    validate=validate,
-    reference=reference,
+    **contract(globals()),
     flops=lambda N: N,
     bytes=lambda N, dtype=torch.float32: 3 * N * elem_size(dtype),
     check_shapes=[{"N": n} for n in (1, 17, 1023, 1025, 4099, 1032)],  # 1032: a multiple of 4 and 8 (vector paths)

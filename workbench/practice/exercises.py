@@ -1,7 +1,7 @@
 """Auto-checked exercises: a statement and starter code, then ``check``, ``hint`` and ``solution``.
 
-Each exercise lives beside its op's kernels (``kernels/<op>/exercises.py`` registers it) with its reference solution
-file. The starter the learner completes is generated from the solution's learner regions
+Each exercise lives beside its op's kernels (declared in ``kernels/<op>/exercises.toml``, like the drills) with its
+reference solution file. The starter the learner completes is generated from the solution's learner regions
 (:mod:`workbench.practice.starters`), so the two cannot drift apart. Both define one function with the op's signature
 (``entry``), so the checker can call either.
 
@@ -13,9 +13,7 @@ and the ``budget_shape`` they are measured at: its starter may be correct but sl
 from __future__ import annotations
 
 import html
-import importlib
 import inspect as _inspect
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +26,7 @@ from workbench.practice import starters
 from workbench.registry import get_op
 
 _EXERCISES: dict[str, Exercise] = {}
+_LOADED: list[bool] = []  # the exercises.toml files are read once per process
 
 
 @dataclass(eq=False)
@@ -42,6 +41,7 @@ class Exercise:
     entry: str  # the function both files define, called like the op
     hints: list[str]
     check_kw: dict[str, Any] = field(default_factory=dict)  # shapes/dtypes/seeds for the checker
+    source: Path | None = None  # the exercises.toml that declares it
     _hints_shown: int = 0
 
     # ---------------------------------------------------------------- reading
@@ -225,16 +225,39 @@ def register_exercise(id: str, *, title: str, op: str, statement: str, solution:
     return ex
 
 
+TUPLES = ("dtypes", "seeds", "cases")  # keys the checker takes as tuples (TOML has only arrays)
+
+
+def load_file(path: Path) -> list[Exercise]:
+    """Register the exercises of one ``exercises.toml`` (``[[exercise]]`` tables, solution files beside it)."""
+    from workbench.practice.loading import tomllib
+
+    if tomllib is None:
+        raise RuntimeError("reading exercises needs Python >= 3.11 (tomllib) or the tomli package")
+    try:
+        tables = tomllib.loads(path.read_text())["exercise"]
+    except (KeyError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"{path}: not a list of [[exercise]] tables ({e})") from e
+    out = []
+    for t in tables:
+        kw = {k: tuple(v) if k in TUPLES else v for k, v in t.items()}
+        try:
+            out.append(register_exercise(kw.pop("id"), here=str(path), **kw))
+            out[-1].source = path
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{path}: exercise {t.get('id', '?')!r}: {e}") from e
+    return out
+
+
 def _load_all() -> None:
     import kernels
 
-    for m in pkgutil.iter_modules(kernels.__path__):
-        if m.ispkg:
-            try:
-                importlib.import_module(f"kernels.{m.name}.exercises")
-            except ModuleNotFoundError as e:
-                if e.name != f"kernels.{m.name}.exercises":
-                    raise
+    if _LOADED:
+        return
+    for root in kernels.__path__:
+        for path in sorted(Path(root).glob("*/exercises.toml")):
+            load_file(path)
+    _LOADED.append(True)
 
 
 def exercises() -> list[str]:
