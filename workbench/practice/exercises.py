@@ -217,12 +217,25 @@ def register_exercise(id: str, *, title: str, op: str, statement: str, solution:
     if starter is not None:
         raise TypeError(f"exercise {id}: starter files are generated from the solution's learner regions "
                         "(workbench.practice.starters); mark them in the solution file and drop starter=")
+    _check_options(id, check_kw)
     base = Path(here).parent
     ex = Exercise(id=id, title=title, op=op, statement=statement.strip(), solution_file=base / solution,
                   entry=entry, hints=list(hints), check_kw=check_kw)
     ex.budgets  # noqa: B018  (a misspelt metric or a malformed limit fails when the exercise is registered)
     _EXERCISES[id] = ex
     return ex
+
+
+def _check_options(id: str, check_kw: dict[str, Any]) -> None:  # noqa: A002
+    """Refuse an option ``wb.check`` does not take (a misspelt key would fail only when a learner checks)."""
+    import inspect
+
+    from workbench.checker import check
+
+    known = [p.name for p in inspect.signature(check).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    unknown = sorted(set(check_kw) - set(known))
+    if unknown:
+        raise TypeError(f"exercise {id}: unknown option(s) {unknown}; the checker takes {known}")
 
 
 TUPLES = ("dtypes", "seeds", "cases")  # keys the checker takes as tuples (TOML has only arrays)
@@ -238,6 +251,8 @@ def load_file(path: Path) -> list[Exercise]:
         tables = tomllib.loads(path.read_text())["exercise"]
     except (KeyError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"{path}: not a list of [[exercise]] tables ({e})") from e
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ValueError(f"{path}: not a list of [[exercise]] tables (write [[exercise]], not [exercise])")
     out = []
     for t in tables:
         kw = {k: tuple(v) if k in TUPLES else v for k, v in t.items()}
