@@ -33,3 +33,119 @@ def wrong_report(op: str, name: str) -> CheckReport:
     """
     v = wb.variant(op, name)
     return wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=cheap_shapes(op))
+
+
+# ------------------------------------------------------------------------------------------ correct variants
+# Each op's check sizes, fitted to each backend's cost here. The Numba simulator runs one OS thread per CUDA
+# thread (~15 us per gemm multiply-add, ~0.1 s per attention row): a handful of small shapes, fewer dtypes.
+# The Triton interpreter costs ~1 ms per program; the CPU engine runs the CUDA C kernels at the op's own shapes.
+CPU = wb.mode() == "cpu"
+ONE = (0,)
+TWO = (0, 1)
+
+
+def _attn(b: int, h: int, sq: int, sk: int, d: int, causal: bool, **kw: float) -> dict:
+    return {"B": b, "H": h, "Sq": sq, "Sk": sk, "D": d, "causal": causal, **kw}
+
+
+GEMM_SMALL = [{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 9}]
+# Short rows for everything; N = 1 and lengths that are not multiples of the 16-byte vector (4 fp32, 8 fp16), and
+# M = 8, N = 264, multiples of 4 and 8 (not of 32): the vectorised paths.
+SOFTMAX_SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1023}, {"M": 3, "N": 1030},
+                  {"M": 8, "N": 264}]
+SOFTMAX_NUMBA = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 4, "N": 24}, {"M": 3, "N": 130}]
+RMSNORM_SHAPES = [{"M": 1, "N": 1}, {"M": 17, "N": 33}, {"M": 5, "N": 7}, {"M": 4, "N": 1024}, {"M": 3, "N": 1030},
+                  {"M": 8, "N": 264}]
+ATTENTION_NUMBA = {
+    "numba_naive": [_attn(1, 1, 5, 9, 16, True), _attn(1, 2, 3, 1, 16, False)],
+    # 33 rows: two row tiles (the second skips no key tile); Sk = 40: a ragged second key tile.
+    "numba_flash": [_attn(1, 1, 33, 17, 16, True), _attn(1, 1, 7, 40, 32, False, scale=0.3)],
+}
+# Beyond the op's check shapes, for the CUDA C kernels: several key tiles (online rescale), causal with more rows
+# than keys and the reverse, head dims that need padding, explicit scales.
+ATTENTION_CUDA_EXTRA = [_attn(1, 1, 70, 130, 128, True), _attn(2, 1, 130, 70, 48, True, scale=2.0),
+                        _attn(1, 2, 65, 65, 17, False, scale=0.05), _attn(1, 1, 1, 200, 64, False),
+                        _attn(1, 1, 3, 5, 1, True)]
+# More than 64 slots per expert (two row tiles each), more than one 64-column tile of 2I and of d, ragged K.
+MOE_CUDA_EXTRA = [{"T": 70, "d": 65, "I": 70, "E": 2, "top_k": 2}]
+HALF_AND_SINGLE = ("float32", "float16")
+
+
+def _vecadd(v: wb.Variant) -> list[dict]:
+    if v.backend == "numba":  # the smallest and the largest cheap ragged shape, one dtype
+        cheap = cheap_shapes("vecadd", limit=6000)
+        return [{"shapes": [cheap[0], max(cheap[1:], key=lambda s: cost("vecadd", s))], "dtypes": v.dtypes[:1]}]
+    return [{"shapes": cheap_shapes("vecadd")}]
+
+
+def _gemm(v: wb.Variant) -> list[dict]:
+    shapes = wb.get_op("gemm").check_shapes
+    if v.backend == "numba" and CPU:  # 64^3 in fp32 only, fp16 on the two small shapes
+        return [{"shapes": shapes[:3], "dtypes": ["float32"]}, {"shapes": GEMM_SMALL, "dtypes": ["float16"]}]
+    return [{}]
+
+
+def _softmax(v: wb.Variant) -> list[dict]:
+    return [{"shapes": SOFTMAX_NUMBA if v.backend == "numba" and CPU else SOFTMAX_SHAPES, "seeds": TWO}]
+
+
+def _attention(v: wb.Variant) -> list[dict]:
+    if v.backend == "numba":
+        return [{"shapes": ATTENTION_NUMBA[v.name], "seeds": ONE}] if CPU else [{"seeds": TWO}]
+    if v.backend == "cuda":
+        return [{"shapes": wb.get_op("attention").check_shapes + ATTENTION_CUDA_EXTRA, "seeds": TWO}]
+    return [{"seeds": TWO}] if v.backend == "triton" else [{}]
+
+
+def _moe(v: wb.Variant) -> list[dict]:
+    if v.backend == "numba" and CPU:  # ~1 s a run: the two dtypes split between the two cases
+        return [{"dtypes": ["float32"], "cases": ["random"]}, {"dtypes": ["float16"], "cases": ["one_expert"]}]
+    if v.backend == "cuda":
+        return [{"shapes": wb.get_op("moe").check_shapes + MOE_CUDA_EXTRA}]
+    if v.backend == "triton" or v.name == "torch_grouped_mm":
+        return [{"dtypes": HALF_AND_SINGLE}]
+    return [{}]
+
+
+RUNS = {
+    "vecadd": _vecadd,
+    "gemm": _gemm,
+    "softmax": _softmax,
+    "rmsnorm": lambda v: [{"shapes": RMSNORM_SHAPES, "seeds": TWO}],
+    "attention": _attention,
+    "attention_bwd": lambda v: [{"seeds": TWO}] if v.backend == "triton" else [{}],
+    "moe_topk": lambda v: [{"seeds": TWO}],
+    "moe_align": lambda v: [{"seeds": TWO}],
+    "moe": _moe,
+    "moe_fp8": lambda v: [{"seeds": TWO}],  # every shape: I = 136 is the one that cuts a 128-wide scale block
+}
+
+
+def check_runs(op: str, v: wb.Variant) -> list[dict]:
+    """Return the ``wb.check`` keywords of each run that checks the correct variant ``v`` (one seed unless said).
+
+    The op's torch baseline runs at the op's own check shapes (tests/test_registry.py holds it to them).
+    """
+    runs = RUNS.get(op, lambda v: [{}])(v)
+    if v.name == wb.variants(op, backend="torch")[0].name:  # the baseline: the op's own shapes, every dtype and case
+        runs = [{}]
+    elif v.backend == "cupy":  # numpy has no bfloat16: the two dtypes it runs, at the op's own shapes
+        runs = [{"dtypes": HALF_AND_SINGLE}]
+    return [{"seeds": ONE, **kw} for kw in runs]
+
+
+@functools.cache
+def variant_reports(op: str, name: str) -> tuple[CheckReport, ...]:
+    """Check the correct variant ``op/name`` once per session, one report per run of :func:`check_runs`.
+
+    tests/test_ops.py requires them to pass; an op's own test file looks closer at the same reports (dtypes,
+    shapes, cases covered) without running them again.
+    """
+    v = wb.variant(op, name)
+    return tuple(wb.check(v, **kw) for kw in check_runs(op, v))
+
+
+def variant_report(op: str, name: str) -> CheckReport:
+    """The single report of a variant checked in one run (every op but the split Numba runs)."""
+    (rep,) = variant_reports(op, name)
+    return rep

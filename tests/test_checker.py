@@ -1,4 +1,4 @@
-"""The checker: known-wrong kernels are named, correct ones pass, and each diagnosis fires on its pattern."""
+"""The checker's own rules: each diagnosis fires on its pattern, plain functions are checked like variants."""
 
 from __future__ import annotations
 
@@ -8,37 +8,10 @@ import pytest
 import torch
 
 import workbench as wb
-from tests._ops import cheap_shapes, cost
-from tests.conftest import ROOT, cuda_engine_ready
+from tests.conftest import ROOT
 from workbench.checker import DIAGNOSES
 
-# Every op's known-wrong kernels are checked in tests/test_ops.py.
-# The foundation's own kernels; each op's ladder is checked in its own file (tests/test_gemm.py, test_softmax.py, ...).
-CORRECT = [("vecadd", v.name) for v in wb.variants("vecadd", runnable=True) if v.backend != "torch"]
-
-
-@pytest.mark.parametrize("op,name", CORRECT, ids=[f"{o}/{n}" for o, n in CORRECT])
-def test_correct_variant_passes(op, name):
-    v = wb.variant(op, name)
-    if v.backend == "cuda" and (why := cuda_engine_ready()):
-        pytest.skip(f"CUDA C engine not ready: {why}")
-    if v.backend == "numba":  # the simulator runs one OS thread per CUDA thread: the smallest and one ragged shape
-        cheap = cheap_shapes(op, limit=6000)
-        shapes = [cheap[0], max(cheap[1:], key=lambda s: cost(op, s))] if len(cheap) > 1 else cheap
-        rep = wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=shapes)
-    else:
-        rep = wb.check(v, seeds=(0,), shapes=cheap_shapes(op))
-    assert rep.ok, rep.summary()
-    assert rep.raise_if_failed() is rep
-    assert rep.summary().startswith(f"PASS {op}/{name}")
-
-
-def test_cuda_grid_passes_when_engine_ready():
-    # vecadd/cuda_grid runs on the CPU engine in cpu mode (cupy on a GPU).
-    if why := cuda_engine_ready():
-        pytest.skip(f"CUDA C cannot run here: {why}")
-    rep = wb.check(wb.variant("vecadd", "cuda_grid"), dtypes=["float32"], seeds=(0,), shapes=[{"N": 1}, {"N": 300}])
-    assert rep.ok, rep.summary()
+# Every op's variants and known-wrong kernels are checked in tests/test_ops.py; here: the checker's own rules.
 
 
 # ------------------------------------------------------------------------------------ plain functions

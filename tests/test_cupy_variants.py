@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import workbench as wb
+from tests._ops import variant_report
 from tests.conftest import CPU_MODE, requires_cpu_mode
 from workbench.practice.starters import solution_text
 
@@ -36,9 +37,9 @@ def test_the_cupy_rung_is_the_first_step_of_the_ladder(op):
 
 
 @pytest.mark.parametrize("op,name", CASES)
-def test_cupy_variant_passes_the_checker(op, name):
-    rep = wb.check(wb.variant(op, name), dtypes=("float32", "float16"), seeds=(0,))
-    assert rep.ok, rep.summary()
+def test_cupy_variant_is_checked_in_both_dtypes_and_every_case(op, name):
+    """tests/test_ops.py requires the report to pass (fp32 and fp16: numpy has no bfloat16); here: what it covers."""
+    rep = variant_report(op, name)
     assert {c.dtype for c in rep.cases} == {"float32", "float16"}
     assert {c.case for c in rep.cases} == set(wb.get_op(op).cases)
 

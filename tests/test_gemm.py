@@ -1,8 +1,9 @@
-"""gemm and gemm_fp8: every variant that runs here passes the checker, known-wrong kernels get their diagnosis,
-GPU-only kernels compile for sm_90, contracts reject bad inputs, exercises grade starters and solutions.
+"""gemm and gemm_fp8: the checked variants cover every check shape, the ladder's order, the TMA kernels' aligned
+shapes, GPU-only kernels compile for sm_90, contracts reject bad inputs, exercises grade starters and solutions.
 
-Budget: ~60-90 s on 2 cores. The Numba simulator costs ~15 us per multiply-add, so Numba variants are checked
-at 64^3 in fp32 only (fp16 on the two small shapes) and refuse larger shapes in cpu mode.
+Every variant passes the checker in tests/test_ops.py (sizes in tests/_ops.py: the Numba simulator costs ~15 us per
+multiply-add, so Numba variants are checked at 64^3 in fp32 only, fp16 on the two small shapes, and refuse larger
+shapes in cpu mode); known-wrong kernels get their diagnosis there too.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ import pytest
 import torch
 
 import workbench as wb
-from tests.conftest import CPU_MODE, ROOT, cuda_engine_ready
-
-SMALL = [{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 9}]
-ALL = wb.get_op("gemm").check_shapes
+from tests._ops import variant_reports
+from tests.conftest import CPU_MODE, cuda_engine_ready
 
 EXPECTED = [
     "torch_matmul",
@@ -49,46 +48,23 @@ def test_variants_registered_in_teaching_order():
             assert v.cu_file is not None and v.cu_file.is_file(), v.name
 
 
-def _check_kw(v: wb.Variant) -> list[dict]:
-    """Return the checker runs for ``v``: [dict(shapes=, dtypes=)] sized to the test budget."""
-    if v.backend == "numba" and CPU_MODE:
-        return [{"shapes": ALL[:3], "dtypes": ["float32"]}, {"shapes": SMALL, "dtypes": ["float16"]}]
-    return [{"shapes": ALL}]
-
-
-@pytest.fixture(scope="module")
-def reports() -> dict:
-    return {}
-
-
-def _report(reports: dict, name: str):
-    if name not in reports:
-        v = wb.variant("gemm", name)
-        runs = [wb.check(v, seeds=(0,), **kw) for kw in _check_kw(v)]
-        reports[name] = runs
-    return reports[name]
-
-
 @pytest.mark.parametrize("name", [n for n in EXPECTED if n != "torch_matmul"])
-def test_variant_passes_checker(name, reports):
+def test_every_required_shape_is_checked_or_refused_with_reason(name):
+    """tests/test_ops.py requires each variant's reports to pass; here: they cover every gemm check shape."""
     v = wb.variant("gemm", name)
-    if v.gpu_only and CPU_MODE:
-        pytest.skip(f"{name} is GPU-only (compiled for sm_90 in test_gpu_only_compile)")
-    if v.backend == "cuda":
-        why = cuda_engine_ready()
-        if why:
-            pytest.skip(why)
-        if name == "cuda_wmma" and not (ROOT / "workbench/cuda/include/mma.h").is_file():
-            pytest.skip("the CPU engine has no <mma.h> (nvcuda::wmma) yet")
-    for r in _report(reports, name):
-        assert r.ok, r.summary()
-        assert r.cases, f"{name}: nothing checked ({r.skipped})"
-    shapes = {tuple(c.shape.values()) for r in _report(reports, name) for c in r.cases}
+    if not v.runs_here():
+        pytest.skip(v.why_not_here())
+    if v.backend == "cuda" and (why := cuda_engine_ready()):
+        pytest.skip(why)
+    reports = variant_reports("gemm", name)
+    shapes = {tuple(c.shape.values()) for r in reports for c in r.cases}
     # Every required shape is checked, unless the variant refuses it with a reason (TMA: K, N multiples of 8).
     want = {(1, 1, 1), (17, 33, 9), (64, 64, 64)} | ({(127, 65, 129)} if v.backend != "numba" else set())
     refused = {s for s in want if v.supports is not None and v.supports(dict(zip("MNK", s, strict=True)))}
     assert want - refused <= shapes
     assert all(v.supports(dict(zip("MNK", s, strict=True))) for s in refused)
+    if v.backend == "numba" and CPU_MODE:  # fp16 on the two small shapes only
+        assert {c.dtype for r in reports for c in r.cases} == {"float32", "float16"}
 
 
 # Shapes the TMA kernels accept (K, N multiples of 8) that still cut every tile: M and N edges of one and of
@@ -266,8 +242,6 @@ def test_gemm_fp8_contract_and_baseline():
     assert tuple(bt.shape) == (48, 64) and sa.shape == sb.shape == (1,)
     ref = spec.reference(a, bt, sa, sb)
     assert ref.dtype == torch.float64 and ref.shape == (32, 48)
-    r = wb.check(wb.variant("gemm_fp8", "torch_scaled"), seeds=(0, 1))
-    assert r.ok, r.summary()
     names = [v.name for v in wb.variants("gemm_fp8")]
     assert names[0] == "torch_scaled" and "triton_fp8_hopper" in names
     assert wb.variant("gemm_fp8", "triton_fp8_hopper").gpu_only

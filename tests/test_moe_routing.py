@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import workbench as wb
-from tests._ops import wrong_report
+from tests._ops import variant_report, wrong_report
 from tests.conftest import CPU_MODE
 from workbench.cuda.errors import ToolchainNotFoundError
 
@@ -56,11 +56,11 @@ def test_python_api_is_the_registered_variants():
 
 
 @pytest.mark.parametrize("op,name", [("moe_topk", n) for n in TOPK] + [("moe_align", n) for n in ALIGN])
-def test_passes_checker_at_every_check_shape_case_and_dtype(op, name):
+def test_checked_at_every_check_shape_case_and_dtype(op, name):
+    """tests/test_ops.py requires the report to pass; here: it covers every check shape, input case and dtype."""
     v = _variant(op, name)
     spec = wb.get_op(op)
-    rep = wb.check(v, seeds=(0, 1))
-    assert rep.ok, rep.summary()
+    rep = variant_report(op, name)
     assert {tuple(sorted(c.shape.items())) for c in rep.cases} == {tuple(sorted(s.items())) for s in spec.check_shapes}
     assert {c.case for c in rep.cases} == set(spec.cases)
     dts = {c.dtype for c in rep.cases}

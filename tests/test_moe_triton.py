@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import workbench as wb
+from tests._ops import variant_report
 from tests.conftest import InspectChild
 
 wb.variants("moe")  # the op's own ladder first (torch_loop stays the checker's torch baseline)
@@ -63,9 +64,9 @@ def test_registered_with_torch_loop_as_the_baseline():
         assert wb.variant("moe", "torch_grouped_mm").backend == "torch"
 
 
-def test_triton_fused_passes_checker_at_the_op_check_shapes():
-    rep = wb.check(wb.variant("moe", "triton_fused"), dtypes=DTYPES, seeds=(0,))  # every shape and case, one seed
-    assert rep.ok, rep.summary()
+def test_triton_fused_is_checked_at_every_check_shape_and_case():
+    """tests/test_ops.py requires the report to pass: every shape and case, fp32 and fp16, one seed."""
+    rep = variant_report("moe", "triton_fused")
     assert not rep.skipped, rep.skipped
     assert {c.case for c in rep.cases} == {"random", "one_expert"}
     assert {c.dtype for c in rep.cases} == set(DTYPES)
@@ -73,10 +74,9 @@ def test_triton_fused_passes_checker_at_the_op_check_shapes():
 
 
 @needs_grouped_mm
-def test_grouped_mm_passes_checker_and_refuses_misaligned_shapes():
+def test_grouped_mm_is_checked_where_aligned_and_refuses_misaligned_shapes():
     v = wb.variant("moe", "torch_grouped_mm")
-    rep = wb.check(v, dtypes=DTYPES)
-    assert rep.ok, rep.summary()
+    rep = variant_report("moe", "torch_grouped_mm")  # fp32 and fp16; tests/test_ops.py requires it to pass
     dev = "cuda" if wb.mode() == "gpu" else "cpu"
     ran = {(c.shape["d"], c.shape["I"], c.dtype) for c in rep.cases}
     for dt in DTYPES:  # the aligned check shapes (d, I multiples of 8) run wherever the device takes the dtype

@@ -1,10 +1,14 @@
-"""Every op's known-wrong kernels through the checker, one parametrised test: each is rejected with its diagnosis.
+"""Every op's variants and known-wrong kernels through the checker, one parametrised test each.
+
+Every registered variant that runs here passes the checker at its op's check sizes (:func:`tests._ops.check_runs`,
+fitted to each backend's cost in cpu mode); a GPU-only one is skipped with the registry's reason. Each variant is
+checked once per session (:func:`tests._ops.variant_reports`); an op's own test file looks closer at the same reports
+(the dtypes, shapes and cases they cover) and checks the op's extra shapes beside them.
 
 A known-wrong kernel is a lesson only if the checker names its bug: the diagnosis it declares
 (``expected_diagnosis``), a failing case that says where, and a summary and assertion that carry the name. Each
 kernel is checked once per session (:func:`tests._ops.wrong_report`); an op's own test file looks closer at the
 same report where its bug has a shape (attention's causal diagonal, moe_align's padding), without running it again.
-Each op's ladder of correct variants is checked in the op's own test file, at sizes fitted to each backend.
 """
 
 from __future__ import annotations
@@ -12,11 +16,39 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from tests._ops import wrong_report
+from tests._ops import variant_reports, wrong_report
 from tests.conftest import cuda_engine_ready
 from workbench.checker import DIAGNOSES, RUN_DIAGNOSES
 
 KNOWN_WRONG = [(op, v.name) for op in wb.ops() for v in wb.known_wrong(op)]
+CORRECT = [(op, v.name) for op in wb.ops() for v in wb.variants(op)]
+
+
+def _skip_unless_runs_here(v: wb.Variant) -> None:
+    if not v.runs_here():
+        pytest.skip(v.why_not_here())
+    if v.backend == "cuda" and (why := cuda_engine_ready()):
+        pytest.skip(f"CUDA C engine not ready: {why}")
+
+
+def test_every_op_has_variants_in_each_backend_it_teaches():
+    assert {op for op, _ in CORRECT} == set(wb.ops())
+    for op in wb.ops():
+        assert wb.variants(op)[0].backend == "torch", f"{op}: the vendor baseline comes first"
+
+
+@pytest.mark.parametrize("op,name", CORRECT, ids=[f"{o}/{n}" for o, n in CORRECT])
+def test_variant_passes_checker(op, name):
+    v = wb.variant(op, name)
+    _skip_unless_runs_here(v)
+    reports = variant_reports(op, name)
+    for rep in reports:
+        assert rep.ok and bool(rep), rep.summary()
+        assert rep.cases, f"{op}/{name}: nothing checked ({rep.skipped})"
+        assert rep.raise_if_failed() is rep
+        assert rep.summary().startswith(f"PASS {op}/{name}")
+        # What a run skips, it skips with a reason: bf16 where the emulator lacks it, a shape the variant refuses.
+        assert all(isinstance(s, str) and s for s in rep.skipped), rep.skipped
 
 
 # Ops that have no known-wrong kernel yet (transpose's lessons are about speed: its exercises have budgets).
