@@ -1179,8 +1179,13 @@ def explorer(
         )
         # Nothing measured: the napkin bound over the sizes, so that the figure is not empty (always one trace,
         # hidden beside measurements: the widget updates its traces in place).
-        thr.add_trace(_napkin_bound(spec, dtype, sizes, shape_fn, flops_fn, bytes_fn, metric))
+        bound = _napkin_bound(spec, dtype, sizes, shape_fn, flops_fn, bytes_fn, metric)
+        thr.add_trace(bound)
         thr.data[-1].visible = not sized
+        if not sized and bound.x:  # the axes the bound is read against
+            thr.update_xaxes(showticklabels=True, type="log" if _spread(list(bound.x)) >= 8 else None)
+            thr.update_yaxes(showticklabels=True, rangemode="tozero")
+            thr.update_layout(showlegend=True)
         table = (
             f"<b>{op}</b> at size {size} ({_shape_str(shape)}), {dname}"
             "<table style='font-size:12px'><tr><th>variant</th><th>backend</th><th>FLOPs</th><th>bytes</th>"
