@@ -12,6 +12,7 @@ import triton
 import triton.language as tl
 
 from kernels._launch import dot_precision, tuned
+from kernels._triton_tiles import grouped_tile
 from kernels.gemm.reference import output, tma_supports
 from workbench import register
 
@@ -162,13 +163,8 @@ def persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    per_group = GROUP_M * n_n
     for tile in tl.range(start, num_tiles, NUM_SMS, flatten=True):
-        group = tile // per_group
-        first_m = group * GROUP_M
-        group_m = tl.minimum(n_m - first_m, GROUP_M)
-        pid_m = first_m + (tile % per_group) % group_m
-        pid_n = (tile % per_group) // group_m
+        pid_m, pid_n = grouped_tile(tile, n_m, n_n, GROUP_M)  # triton_grouped's order, from the shared helper
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for kk in range(n_k):
             a = a_desc.load([pid_m * BM, kk * BK])
