@@ -62,6 +62,15 @@ print(json.dumps({"best": min(times), "err": float(np.abs(C - A @ B).max())}))
 """
 
 
+def _sgemm_problem(n: int) -> tuple:
+    """Return (A, B, C, kernel arguments, grid) of the tiled SGEMM at n^3 (16x16 blocks), seeded."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((n, n)).astype(np.float32)
+    B = rng.standard_normal((n, n)).astype(np.float32)
+    C = np.zeros((n, n), np.float32)
+    return A, B, C, (A, B, C, np.int32(n), np.int32(n), np.int32(n)), ((n + 15) // 16, (n + 15) // 16)
+
+
 def engine_time(n: int, repeat: int, checked: bool = False) -> tuple[float, float]:
     """Return (best seconds, max abs error) of the engine's tiled SGEMM at n^3 (compile excluded).
 
@@ -70,12 +79,7 @@ def engine_time(n: int, repeat: int, checked: bool = False) -> tuple[float, floa
     from workbench import cuda
 
     k = cuda.RawKernel(SGEMM, "sgemm_tiled", checked=checked).compile()
-    rng = np.random.default_rng(0)
-    A = rng.standard_normal((n, n)).astype(np.float32)
-    B = rng.standard_normal((n, n)).astype(np.float32)
-    C = np.zeros((n, n), np.float32)
-    args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
-    grid = ((n + 15) // 16, (n + 15) // 16)
+    A, B, C, args, grid = _sgemm_problem(n)
     k(grid, (16, 16), args)  # warm-up (fiber stacks, pool threads)
     best = float("inf")
     for _ in range(repeat):
@@ -107,12 +111,7 @@ def profile_cost(n: int = 128, repeat: int = 7) -> tuple[float, float]:
     from workbench import cuda
 
     k = cuda.RawKernel(SGEMM, "sgemm_tiled").compile()
-    rng = np.random.default_rng(0)
-    A = rng.standard_normal((n, n)).astype(np.float32)
-    B = rng.standard_normal((n, n)).astype(np.float32)
-    C = np.zeros((n, n), np.float32)
-    args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
-    grid = ((n + 15) // 16, (n + 15) // 16)
+    _, _, _, args, grid = _sgemm_problem(n)
 
     def run() -> None:
         k(grid, (16, 16), args)
