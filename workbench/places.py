@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from workbench import registry
+from workbench.cuda.toolchain import local_includes
 
 __all__ = ["KINDS", "NOTEBOOKS", "Place", "Where", "heading_anchor", "notebook_headings", "where"]
 
@@ -190,9 +191,6 @@ def _variant(v: registry.Variant) -> Place:
     return Place("variant", v.name, path, line, note=f"[{v.backend}{gpu}] {v.idea}")
 
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-
-
 def _cuda_sources(vs: list[registry.Variant], folder: Path) -> list[Place]:
     """Return the .cu files the variants compile, the op folder's other .cu/.cuh files, and local headers they
     include (a shared header outside the folder too)."""
@@ -201,14 +199,10 @@ def _cuda_sources(vs: list[registry.Variant], folder: Path) -> list[Place]:
         if v.cu_file is not None:
             users.setdefault(v.cu_file.resolve(), []).append(v.name)
     files = list(users) + sorted(p.resolve() for ext in ("*.cu", "*.cuh") for p in folder.rglob(ext))
-    seen: dict[Path, None] = {}
-    while files:
-        f = files.pop(0)
-        if f in seen or not f.is_file():
-            continue
-        seen[f] = None
-        files += [(f.parent / inc).resolve() for inc in _INCLUDE.findall(f.read_text(errors="replace"))
-                  if (f.parent / inc).is_file()]
+    seen = dict.fromkeys(f for f in files if f.is_file())
+    for f in list(seen):  # then the headers they include, wherever they live (followed through their includes)
+        for header in local_includes(f.read_text(errors="replace"), f.parent):
+            seen.setdefault(header, None)
     out = []
     for f in seen:
         note = "compiled by " + ", ".join(users[f]) if f in users else (
