@@ -65,6 +65,7 @@ _LAZY = {
     "roofline": ("workbench.plots", "roofline"),
     "explore": ("workbench.ui", "explore"),
     "show_source": ("workbench.ui", "show_source"),
+    "diff": ("workbench.ui", "diff"),
     "check_table": ("workbench.ui", "check_table"),
     "bench_table": ("workbench.ui", "bench_table"),
     "save_html": ("workbench.plots", "save_html"),

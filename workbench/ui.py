@@ -9,14 +9,44 @@ from typing import Any
 from workbench.registry import Variant, get_op, variants
 
 
-def show_source(v: Variant, cu: bool = True) -> str:
-    """Display the source of variant ``v`` in full (its Python file, and its .cu file for CUDA C); return it."""
-    parts = [(str(v.source), "python", v.source.read_text())] if v.source else []
-    if cu and v.cu_file is not None:
-        parts.append((str(v.cu_file), "cuda", v.cu_file.read_text()))
-    md = "\n\n".join(f"`{p.split('/kernels/')[-1]}`\n```{lang}\n{src}```" for p, lang, src in parts)
-    _display_markdown(md)
-    return "\n".join(src for _, _, src in parts)
+def show_source(v: Variant, cu: bool = True, full: bool = False) -> str:
+    """Display the code of rung ``v``: its launcher, the kernels it launches and the helpers they call; return it.
+
+    For CUDA C the ``__device__`` helpers it calls from ``kernels/include/*.cuh`` follow in a folded section.
+    ``full=True`` shows the whole files instead (the Python file, and the ``.cu`` file when ``cu``).
+    """
+    from workbench.rung_source import full_source, rung
+
+    if full:
+        parts = full_source(v, cu)
+        md = "\n\n".join(f"`{p.path.name}`\n```{p.lang}\n{p.text}```" for p in parts)
+        _display_markdown(md)
+        return "\n".join(p.text for p in parts)
+    r = rung(v)
+    if not cu:
+        r.parts = [p for p in r.parts if p.lang == "python"]
+    _display_markdown(r.markdown())
+    return r.text()
+
+
+def diff(a: Variant | str, b: Variant | str, op: str | None = None, context: int = 3) -> str:
+    """Display what changed from rung ``a`` to rung ``b`` as a unified diff of their kernels; return the diff.
+
+    ``a`` and ``b`` are variants, or names of ``op``'s variants (``wb.diff("cuda_smem", "cuda_padded",
+    op="transpose")``). Only the rungs' own code is compared (launcher, kernels, helpers), not the files around it.
+    """
+    from workbench.registry import variant
+    from workbench.rung_source import diff_text
+
+    if isinstance(a, str) or isinstance(b, str):
+        if op is None:
+            raise TypeError("wb.diff: give variants, or names with op= (wb.diff('cuda_smem', 'cuda_padded', "
+                            "op='transpose'))")
+        a = variant(op, a) if isinstance(a, str) else a
+        b = variant(op, b) if isinstance(b, str) else b
+    text = diff_text(a, b, context)
+    _display_markdown(f"`{a.op}/{a.name}` → `{b.op}/{b.name}`\n```diff\n{text or '(no change)'}\n```")
+    return text
 
 
 def _display_markdown(md: str) -> None:
