@@ -50,6 +50,7 @@ import importlib.abc
 import importlib.machinery
 import inspect
 import linecache
+import numbers
 import operator
 import os
 import re
@@ -178,7 +179,9 @@ def _expectations(kmod: Any, api: Any) -> list[tuple[str, Callable[[], bool]]]:
         ("FakeCUDAKernel sets fn, _device, grid_dim, block_dim",
          lambda: {"fn", "_device", "grid_dim", "block_dim"} <= set(k.__init__.__code__.co_names)),
         ("BlockManager.run(self, grid_point, *args)", lambda: _params(bm.run) == ["self", "grid_point", "*args"]),
-        ("BlockManager keeps _block_dim", lambda: "_block_dim" in bm.__init__.__code__.co_names),
+        ("BlockManager keeps _block_dim, _f", lambda: {"_block_dim", "_f"} <= set(bm.__init__.__code__.co_names)),
+        ("FakeCUDAKernel.__getitem__(self, configuration)",
+         lambda: _params(getattr(k.__getitem__, "_wb_original", k.__getitem__)) == ["self", "configuration"]),
         ("BlockThread.syncthreads(self)", lambda: _params(bt.syncthreads) == ["self"]),
         ("BlockThread sets thread_id, blockIdx, threadIdx",
          lambda: {"thread_id", "blockIdx", "threadIdx"} <= set(bt.__init__.__code__.co_names)),
@@ -236,8 +239,151 @@ def install() -> None:
     _check_internals(kmod, api)
     _patch_memory(kmod, api)
     _patch_launch(kmod)
+    _patch_config(kmod)
     _patch_atomics(api.FakeCUDAAtomic)
+    _patch_module(kmod)
     _INSTALLED = True
+
+
+# ----------------------------------------------------------------------- cuda.* through a captured module object
+def _patch_module(kmod: Any) -> None:
+    """Make ``numba.cuda.threadIdx`` (and every other in-kernel name) answer inside a running simulated kernel.
+
+    The simulator swaps the kernel's globals that are ``numba.cuda`` for its per-launch module; a kernel that
+    reached ``numba.cuda`` another way (a closure cell, as GPU-Puzzles writes ``def map_test(cuda): def call(out,
+    a): ... cuda.threadIdx.x``, or ``numba.cuda.threadIdx`` through a global ``numba``) got "module 'numba.cuda' has
+    no attribute 'threadIdx'". A module ``__getattr__`` (only consulted for names the module lacks) forwards those
+    names to the launch's module while one runs; per-thread values (threadIdx, blockIdx, laneid) are read from the
+    running OS thread there, so every simulated thread sees its own.
+    """
+    mod = sys.modules.get("numba.cuda")
+    if mod is None or getattr(getattr(mod, "__getattr__", None), "_wb_forward", False):
+        return
+    previous = getattr(mod, "__getattr__", None)
+
+    def __getattr__(name: str) -> Any:  # noqa: N807
+        ctx = kmod._get_kernel_context() if not name.startswith("_") else None
+        if ctx is not None:
+            try:
+                return getattr(ctx, name)
+            except AttributeError:
+                pass
+        if previous is not None:
+            return previous(name)
+        hint = " (it exists inside a running kernel only)" if hasattr(kmod.FakeCUDAModule, name) or name in (
+            "gridDim", "blockDim") else ""
+        raise AttributeError(f"module 'numba.cuda' has no attribute {name!r}{hint}")
+
+    __getattr__._wb_forward = True  # type: ignore[attr-defined]
+    mod.__getattr__ = __getattr__  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------------------------ launch configuration
+REFERENCE_ARCH = "sm_90"  # the GPU whose limits a simulated launch must respect (H100/H200)
+# Per-dimension limits of every compute capability since 3.0 (CUDA Programming Guide, "Technical Specifications"):
+# the arch table holds the per-block totals, these are the same on every architecture it lists.
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
+
+
+_ERROR_CLS: type | None = None
+
+
+def launch_config_error() -> type:
+    """Return the class of a refused simulated launch: a ``LaunchConfigError`` that is also a ``TypeError``.
+
+    Made on first use (``workbench.cuda`` imports the mode module, which imports this one before it is ready);
+    a ``TypeError`` too because Numba's own check raises one for non-integer dimensions.
+    """
+    global _ERROR_CLS
+    if _ERROR_CLS is None:
+        from workbench.cuda.errors import LaunchConfigError
+
+        class SimLaunchConfigError(LaunchConfigError, TypeError):
+            """A simulated Numba launch a GPU would refuse (block, grid or shared-memory size)."""
+
+        SimLaunchConfigError.__module__, SimLaunchConfigError.__qualname__ = __name__, "SimLaunchConfigError"
+        _ERROR_CLS = SimLaunchConfigError
+    return _ERROR_CLS
+
+
+def _refuse(msg: str) -> Exception:
+    return launch_config_error()(msg)
+
+
+def _limits() -> Any:
+    from workbench.cuda import arch
+
+    return arch.get(REFERENCE_ARCH)
+
+
+def _dims(kernel: str, what: str, v: Any) -> tuple[int, int, int]:
+    """Return ``v`` (an int or 1-3 ints) as three ints >= 1, else raise SimLaunchConfigError naming ``kernel``."""
+    t = list(v) if isinstance(v, (tuple, list)) else [v]
+    if not 1 <= len(t) <= 3 or not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in t):
+        raise _refuse(f"kernel '{kernel}': the {what} must be an int or a tuple of 1 to 3 ints, got "
+                                   f"{v!r} (a GPU launch takes whole numbers: use // or int(), not /)")
+    dims = tuple(int(x) for x in t) + (1,) * (3 - len(t))
+    if any(x < 1 for x in dims):
+        raise _refuse(f"kernel '{kernel}': every {what} dimension must be >= 1, got {tuple(t)} "
+                                   "(an empty launch is refused by the CUDA driver, not skipped)")
+    return dims  # type: ignore[return-value]
+
+
+def check_launch(kernel: str, grid: Any, block: Any, dynamic_smem: int = 0) -> tuple[tuple, tuple]:
+    """Check a launch as the CUDA driver would on the reference GPU; return (grid, block) as 3-tuples.
+
+    Refused: more threads per block than the arch table's ``max_threads_per_block``, a block dimension over
+    (1024, 1024, 64), a grid dimension over (2^31-1, 65535, 65535), a zero, negative or non-integer dimension, and
+    more dynamic shared memory than a launch gets without opting in (Numba never opts in).
+    """
+    L = _limits()
+    g, b = _dims(kernel, "grid", grid), _dims(kernel, "block", block)
+    nthr = b[0] * b[1] * b[2]
+    where = f"{L.name}, {L.example_gpus}"
+    if nthr > L.max_threads_per_block:
+        raise _refuse(f"kernel '{kernel}': block {b} has {nthr} threads, over the limit of "
+                                   f"{L.max_threads_per_block} threads per block ({where}); launch more blocks")
+    for axis, n, top in zip("xyz", b, MAX_BLOCK_DIMS, strict=True):
+        if n > top:
+            raise _refuse(f"kernel '{kernel}': block {b}: {axis} = {n} is over the limit of {top}")
+    for axis, n, top in zip("xyz", g, MAX_GRID_DIMS, strict=True):
+        if n > top:
+            raise _refuse(f"kernel '{kernel}': grid {g}: {axis} = {n} is over the limit of {top}")
+    _check_smem(kernel, int(dynamic_smem or 0), 0)
+    return g, b
+
+
+def _check_smem(kernel: str, dynamic: int, static: int) -> None:
+    """Refuse more shared memory per block (static + dynamic bytes) than a Numba launch gets on the reference GPU."""
+    L = _limits()
+    if dynamic < 0:
+        raise _refuse(f"kernel '{kernel}': dynamic shared memory must be >= 0 bytes, got {dynamic}")
+    if dynamic + static > L.default_smem_per_block:
+        parts = f"{static} B static + {dynamic} B dynamic" if static else f"{dynamic} B dynamic"
+        raise _refuse(
+            f"kernel '{kernel}': {parts} shared memory per block is over the {L.default_smem_per_block} B a launch "
+            f"gets on {L.name} ({L.example_gpus}) without opting in, which Numba does not do")
+
+
+def _patch_config(kmod: Any) -> None:
+    """Check ``kernel[grid, block(, stream, shared)]`` as a GPU would, naming the kernel in the error."""
+    getitem = kmod.FakeCUDAKernel.__getitem__
+
+    def __getitem__(self: Any, configuration: Any) -> Any:  # noqa: N807
+        name = getattr(self.fn, "__name__", "kernel")
+        if not isinstance(configuration, tuple) or not 2 <= len(configuration) <= 4:
+            raise _refuse(f"kernel '{name}': launch as kernel[grid, block] or kernel[grid, block, "
+                                       f"stream, shared_bytes], got kernel[{configuration!r}]")
+        dyn = configuration[3] if len(configuration) == 4 else 0
+        if not isinstance(dyn, numbers.Integral) or isinstance(dyn, bool):
+            raise _refuse(f"kernel '{name}': the dynamic shared memory size must be an int (bytes), "
+                                       f"got {dyn!r}")
+        check_launch(name, configuration[0], configuration[1], dyn)
+        return getitem(self, configuration)
+
+    __getitem__._wb_original = getitem  # type: ignore[attr-defined]
+    kmod.FakeCUDAKernel.__getitem__ = __getitem__
 
 
 # ------------------------------------------------------------------------------------- shared and local arrays
@@ -258,10 +404,11 @@ def _patch_memory(kmod: Any, api: Any) -> None:
             self._wb_lock = threading.Lock()
             self.new_block()
 
-        def new_block(self) -> None:
+        def new_block(self, kernel: str = "kernel") -> None:
             """Drop the previous block's arrays: the next block's start poisoned."""
             self._allocations = {}
             self._dynshared = _poisoned_bytes(self._dynshared_size)
+            self._wb_kernel, self._wb_static = kernel, 0
 
         def array(self, shape: Any, dtype: Any, alignment: Any = None) -> Any:
             if alignment is not None:
@@ -277,6 +424,8 @@ def _patch_memory(kmod: Any, api: Any) -> None:
                     arr = self._allocations.get(key)
                     if arr is None:
                         arr = self._allocations[key] = _poisoned(shape, dtype)
+                        self._wb_static += arr.nbytes
+                        _check_smem(self._wb_kernel, self._dynshared_size, self._wb_static)
             session = _SESSION
             return arr if session is None else session.wrap_alloc(arr, "shared", key, caller)
 
@@ -337,7 +486,7 @@ def _patch_launch(kmod: Any) -> None:
     def block_run(self: Any, grid_point: Any, *args: Any) -> Any:
         ctx = kmod._get_kernel_context()
         if ctx is not None:
-            ctx.shared.new_block()
+            ctx.shared.new_block(getattr(self._f, "__name__", "kernel"))
         session = _SESSION
         if session is None:
             return run(self, grid_point, *args)
