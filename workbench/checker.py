@@ -34,7 +34,12 @@ message (thread or program, block, buffer, offset, source line):
 
 The inputs are snapshotted before the call: a kernel that changes one fails with ``mutated_input`` (as
 KernelBench's adversarial tests check), and the torch baseline of the fp16/bf16 rule runs on pristine inputs.
-A function that raises is ``error``; one that returns the wrong type, shape, dtype or device ``bad_output``.
+A function that raises is ``error`` (``SystemExit`` and any other ``BaseException`` but ``KeyboardInterrupt``
+included); one that returns the wrong type, shape, dtype or device, or a ``torch.Tensor`` subclass (whose
+comparisons could lie), ``bad_output``. A call that runs past the per-case time limit (60 s for a plain function,
+``time_limit=``) is stopped: ``timeout``. The references and comparators are the checker's own, taken before the
+function runs: whatever the call replaces in this module (or in torch's comparison functions) is put back before
+its output is judged, and the run fails as ``tampered``.
 
 Speed: ``check(..., budgets={"sectors per store request": "<= 4"}, budget_shape={...})`` also holds a correct
 kernel to performance budgets on ``wb.profile``'s counters (see :mod:`workbench.budgets`), measured at one stated
@@ -45,10 +50,15 @@ store request where 4 are possible: ..."), and the report is not a pass.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import html
 import inspect as _inspect
 import math
+import os
 import re
+import signal
+import threading
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -117,11 +127,19 @@ DIAGNOSES = {
     "over_budget": "every run is correct, but the kernel misses a performance budget: it moves more memory, "
                    "conflicts more or synchronises more than the exercise allows (the report names each budget, the "
                    "counted value and what is possible)",
+    "timeout": "the call took longer than the checker's per-case time limit (an endless loop, a sleep, a wait "
+               "that never ends); raise the limit with check(..., time_limit=seconds) if the work really is that long",
+    "tampered": "the function changed the checker itself (replaced a function or class of workbench.checker) while "
+                "it ran: the checker restored itself and does not take this run's verdict from the changed code",
     "error": "the kernel raised an exception",
-    "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device",
+    "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device (or a torch.Tensor "
+                  "subclass, which could change how it compares: return a plain torch.Tensor)",
 }
 # Diagnoses of a whole run (not of a pattern of wrong elements), most telling first: a report shows the first found.
-RUN_DIAGNOSES = ("out_of_bounds", "race", "uninitialized", "mutated_input", "error", "bad_output")
+RUN_DIAGNOSES = ("tampered", "out_of_bounds", "race", "uninitialized", "mutated_input", "timeout", "error",
+                 "bad_output")
+#: The per-case time limit of a plain (not registered) function, in seconds; ``WORKBENCH_CASE_TIME_LIMIT`` sets it.
+DEFAULT_TIME_LIMIT_S = 60.0
 _SANITIZER_DIAGNOSIS = {"memcheck": "out_of_bounds", "racecheck": "race", "initcheck": "uninitialized"}
 
 
@@ -448,7 +466,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           shapes: Sequence[dict] | None = None, dtypes: Iterable[torch.dtype | str] | None = None,
           seeds: Sequence[int] = (0, 1), cases: Sequence[str] | None = None, quick: bool = False,
           raise_on_fail: bool = False, progress: bool | None = None, budgets: Mapping[str, str] | None = None,
-          budget_shape: dict | None = None, budget_dtype: torch.dtype | str | None = None) -> CheckReport:
+          budget_shape: dict | None = None, budget_dtype: torch.dtype | str | None = None,
+          time_limit: float | None = None) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
@@ -461,6 +480,11 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     ``budgets`` (``{metric: "<= 4  # why"}``, see :mod:`workbench.budgets`) are judged once every run is correct,
     on one ``wb.profile`` call at ``budget_shape`` (default: the op's cpu bench shape) and ``budget_dtype``
     (default: the first dtype checked): a miss makes the report ``over_budget``, not a pass.
+
+    ``time_limit`` (seconds) stops a call that runs longer with the ``timeout`` diagnosis; a plain function gets
+    ``WORKBENCH_CASE_TIME_LIMIT`` or 60 s by default, a registered variant no limit (see :func:`_time_limit` for
+    what it cannot interrupt). Whatever the function raises (``SystemExit`` included; not ``KeyboardInterrupt``)
+    is a failed run, and what it changes of the checker while it runs is put back and fails the run (``tampered``).
     """
     if isinstance(fn, Variant):
         op = op or fn.op
@@ -479,6 +503,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         if why:
             raise TypeError(why)
     limits = _budgets.parse(budgets, f"check {spec.name}/{name}") if budgets else []
+    limit = time_limit_s(time_limit, fn)
     plain = (torch.float32,) if torch.float32 in spec.dtypes else spec.dtypes[:1]  # a plain function: one dtype
     all_dtypes = [as_dtype(d) for d in (dtypes if dtypes is not None else
                                         (fn.dtypes if isinstance(fn, Variant) else plain))]
@@ -497,7 +522,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         if where in refused:
             continue
         try:
-            report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline))
+            report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline, limit))
         except UnsupportedHere as e:  # found while running (a bf16 tl.dot in the interpreter, ...)
             if not isinstance(fn, Variant):
                 raise
@@ -581,10 +606,14 @@ def _user_frame(e: BaseException) -> str:
     return f" (at {f.filename}:{f.lineno})"
 
 
-def _failed_call(res: CaseResult, e: Exception) -> CaseResult:
-    """Fill ``res`` for a call that raised: a sanitizer's finding, or the exception and where it was raised."""
+def _failed_call(res: CaseResult, e: BaseException, limit: float | None = None) -> CaseResult:
+    """Fill ``res`` for a call that raised: a timeout, a sanitizer's finding, or the exception and where it was."""
     from workbench.cuda.errors import SanitizerError
 
+    if isinstance(e, CaseTimeout):
+        res.diagnosis, res.detail = "timeout", (f"took longer than {limit or (e.args or (0,))[0]:g} s{_user_frame(e)} "
+                                                 "and was stopped")
+        return res
     found = _find_in_chain(e, SanitizerError)
     if found is not None:
         res.diagnosis = _SANITIZER_DIAGNOSIS.get(getattr(found, "tool", ""), "error")
@@ -637,8 +666,136 @@ def _mutated(spec: Op, inputs: tuple, before: list[torch.Tensor | None]) -> str 
     return None
 
 
+class CaseTimeout(BaseException):
+    """Raised into a call that ran past the checker's per-case time limit (a BaseException: ``except Exception``
+    in the learner's code does not swallow it)."""
+
+
+def time_limit_s(given: float | None, fn: Callable) -> float | None:
+    """Return the per-case time limit of a check: ``given``, else ``WORKBENCH_CASE_TIME_LIMIT`` or 60 s for a plain
+    function (None: no limit, the default for a registered variant)."""
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, (int, float)) or not given > 0:
+            raise ValueError(f"check: time_limit must be a number of seconds > 0, got {given!r}")
+        return float(given)
+    if isinstance(fn, Variant):
+        return None
+    raw = os.environ.get("WORKBENCH_CASE_TIME_LIMIT", "").strip()
+    if not raw:
+        return DEFAULT_TIME_LIMIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise ValueError(f"WORKBENCH_CASE_TIME_LIMIT must be a number of seconds > 0, got {raw!r}")
+    return value
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`CaseTimeout` into the block when it runs longer than ``seconds`` (None: no limit).
+
+    In the main thread a SIGALRM timer does it, which also ends a ``time.sleep`` or a blocking wait; elsewhere a
+    watchdog thread raises it asynchronously (``PyThreadState_SetAsyncExc``), which takes effect at the next Python
+    bytecode. Neither can stop C code that never returns to Python (one long torch or numpy call, a compiled CUDA C
+    kernel in the CPU engine: that one has its own WORKBENCH_CUDA_TIME_LIMIT), and threads the call started (the
+    Numba simulator's) run on to their end.
+    """
+    if seconds is None:
+        yield
+        return
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        with _alarm(seconds):
+            yield
+    else:
+        with _watchdog(seconds):
+            yield
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float) -> Iterator[None]:
+    def ring(signum: int, frame: object) -> None:
+        raise CaseTimeout(seconds)
+
+    start = time.monotonic()
+    old_handler = signal.signal(signal.SIGALRM, ring)
+    old_left, old_every = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old_handler)
+        if old_left:  # an outer timer (pytest-timeout, ...) keeps what is left of it
+            signal.setitimer(signal.ITIMER_REAL, max(1e-3, old_left - (time.monotonic() - start)), old_every)
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float) -> Iterator[None]:
+    tid = threading.get_ident()
+    lock, state = threading.Lock(), {"done": False, "fired": False}
+    stop = threading.Event()
+
+    def watch() -> None:
+        if stop.wait(seconds):
+            return
+        with lock:
+            if not state["done"]:
+                state["fired"] = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(CaseTimeout))
+
+    dog = threading.Thread(target=watch, name="wb-check-watchdog", daemon=True)
+    dog.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["done"] = True
+        stop.set()
+        dog.join()
+        if state["fired"]:  # not yet delivered (the call ended in C code): clear it and raise it here
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+    if state["fired"]:
+        raise CaseTimeout(seconds)
+
+
+def _trusted() -> list[tuple[object, dict[str, object], bool]]:
+    """Return what the checker's verdict depends on, with its contents now: this module, its report classes and
+    the torch functions and Tensor methods its comparison calls."""
+    names = ("isfinite", "isnan", "isinf", "where", "zeros_like", "equal", "argmax", "unravel_index", "tensor",
+             "as_tensor", "full_like", "empty", "zeros")
+    return [(globals(), dict(globals()), True), (CheckReport, dict(vars(CheckReport)), True),
+            (CaseResult, dict(vars(CaseResult)), True), (torch.Tensor, dict(vars(torch.Tensor)), True),
+            (torch, {n: getattr(torch, n) for n in names}, False)]
+
+
+def _restore_checker(was: list[tuple[object, dict[str, object], bool]]) -> list[str]:
+    """Put back anything of :func:`_trusted` replaced, added or removed since the snapshot ``was``; return its names."""
+    changed = []
+    for owner, before, whole in was:
+        now = owner if isinstance(owner, dict) else vars(owner)
+        label = "" if isinstance(owner, dict) else f"{getattr(owner, '__name__', owner)}."
+        for k in [k for k in now if k not in before] if whole else []:
+            changed.append(label + k)
+            if isinstance(owner, dict):
+                del owner[k]
+            else:
+                delattr(owner, k)
+        for k, v in before.items():
+            if now.get(k, _MISSING) is not v:
+                changed.append(label + k)
+                if isinstance(owner, dict):
+                    owner[k] = v
+                else:
+                    setattr(owner, k, v)
+    return changed
+
+
+_MISSING = object()
+
+
 def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, case: str,
-              baseline: Variant | None) -> CaseResult:
+              baseline: Variant | None, limit: float | None = None) -> CaseResult:
     from workbench._sanitize import sanitizing
 
     sizes, kw = spec.split(shape)
@@ -652,13 +809,21 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
         t = baseline.fn(*inputs, **kw)
         touts = list(t) if isinstance(t, (tuple, list)) else [t]
     before = [_bits(t) if isinstance(t, torch.Tensor) else None for t in inputs]
+    tampered: list[str] = []
+    trusted = _trusted()  # taken before the call: what the call changes is put back before its output is judged
     try:
-        with poisoning(), sanitizing(), _quiet_floating_point():
+        with _time_limit(limit), poisoning(), sanitizing(), _quiet_floating_point():
             out = fn(*inputs, **kw)
-    except (OpError, UnsupportedHere):
+    except (OpError, UnsupportedHere, KeyboardInterrupt):
         raise
-    except Exception as e:  # the user's kernel failed: report it as a failing case, with where
-        return _failed_call(res, e)
+    except BaseException as e:  # noqa: BLE001  (SystemExit included: the user's kernel failed, report it)
+        return _failed_call(res, e, limit)
+    finally:
+        tampered = _restore_checker(trusted)
+    if tampered:
+        res.diagnosis, res.detail = "tampered", (f"the call replaced {', '.join(sorted(set(tampered))[:5])} of the "
+                                                 "checker while it ran; restored, and this run fails")
+        return res
     mutated = _mutated(spec, inputs, before)
     if mutated:
         res.diagnosis, res.detail = "mutated_input", mutated
@@ -683,6 +848,8 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
 def _outputs(res: CaseResult, spec: Op, out: object, refs: list[torch.Tensor], inputs: tuple, dt: torch.dtype
              ) -> list[torch.Tensor] | None:
     """Return the call's outputs as a list, or None after filling ``res`` as bad_output (type, shape, dtype...)."""
+    from workbench import device as _device
+
     names = spec.outputs or ("out",)
     if len(names) > 1:  # a multi-output op (attention_bwd -> dq, dk, dv) returns a tuple in the contract's order
         if not isinstance(out, (tuple, list)) or len(out) != len(names):
@@ -697,12 +864,17 @@ def _outputs(res: CaseResult, spec: Op, out: object, refs: list[torch.Tensor], i
         what = f"{nm} " if len(names) > 1 else ""
         if not isinstance(o_i, torch.Tensor):
             why = f"returned {type(o_i).__name__}{f' for {nm}' if len(names) > 1 else ''}, expected a torch.Tensor"
+        elif type(o_i) is not torch.Tensor:  # a subclass can override comparison and arithmetic: refused, not judged
+            why = (f"returned {what}a {type(o_i).__module__}.{type(o_i).__qualname__}, a torch.Tensor subclass; "
+                   "return a plain torch.Tensor")
+        elif o_i.layout != torch.strided or o_i.is_meta:
+            why = f"returned {what}a {o_i.layout} {'meta ' if o_i.is_meta else ''}tensor, expected a plain dense one"
         elif tuple(o_i.shape) != tuple(r_i.shape):
             why = f"returned {what}shape {tuple(o_i.shape)}, expected {tuple(r_i.shape)}"
         elif o_i.dtype != want:
             why = f"returned {what}dtype {dtype_name(o_i.dtype)}, expected {dtype_name(want)}"
-        elif o_i.device.type != inputs[0].device.type:
-            why = f"returned {what}a tensor on {o_i.device}, expected {inputs[0].device}"
+        elif o_i.device.type != _device().type:
+            why = f"returned {what}a tensor on {o_i.device}, expected {_device()}"
         else:
             continue
         res.diagnosis, res.detail = "bad_output", why
@@ -748,3 +920,4 @@ def _compare_outputs(res: CaseResult, spec: Op, shape: dict, dt: torch.dtype, ou
             if len(names) > 1:
                 res.worst["output"] = nm
             res.diagnosis = diagnose(o, r, bad, tol.double().cpu(), is_poison(o_i).cpu())
+

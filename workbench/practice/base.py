@@ -236,7 +236,14 @@ class Drill:
         from workbench.practice import store
 
         revealed_before = self._answer_seen
-        grade = self._grade(answer)
+        try:
+            grade = self._grade(answer)
+        except BaseException as e:  # SystemExit from the answer's code is a failed attempt, not the end of Python
+            if isinstance(e, (Exception, KeyboardInterrupt)):
+                raise
+            grade = Grade(False, f"Not yet: your answer raised {type(e).__name__}({', '.join(map(repr, e.args))}), "
+                                 "which ends a program; a drill answer returns (or raises an Exception).",
+                          f"raised {type(e).__name__}")
         seconds, over = self._time_taken()
         if grade.passed and self._clock is not None:
             self._clock.stop()

@@ -186,11 +186,18 @@ class ImplementDrill(Drill):
                 f"slower kernel does not pass):\n\n{items}")
 
     def _grade(self, answer: Any) -> Grade:
+        from workbench import checker
         from workbench.checker import DIAGNOSES, check
         from workbench.registry import OpError, UnsupportedHere
 
         if isinstance(answer, str):
+            trusted = checker._trusted()
             fn = load_source(answer, self.entry, f"drill {self.id}")
+            changed = checker._restore_checker(trusted)
+            if changed:
+                return Grade(False, f"Not yet: your source changed the checker ({', '.join(sorted(changed)[:5])}); "
+                                    "it was put back. An answer defines its function and leaves the checker alone.",
+                             "tampered with the checker")
         elif callable(answer):
             fn = answer
         else:
