@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["CompileError", "CudaError", "GpuOnlyError", "KernelArgumentError", "KernelLaunchError", "LaunchConfigError",
-           "LaunchTimeoutError", "LaunchTooLargeError", "MemcheckError", "RaceError", "SanitizerError",
-           "ToolchainNotFoundError", "UninitializedError"]
+__all__ = ["CompileError", "CudaError", "FrontendError", "GpuOnlyError", "KernelArgumentError", "KernelLaunchError",
+           "LaunchConfigError", "LaunchTimeoutError", "LaunchTooLargeError", "MemcheckError", "RaceError",
+           "ReadOnlyArgumentError", "SanitizerError", "SynccheckError", "ToolchainNotFoundError", "UninitializedError"]
 
 
 class CudaError(RuntimeError):
@@ -34,6 +34,18 @@ class LaunchConfigError(CudaError, ValueError):
 
 class KernelLaunchError(CudaError):
     """The kernel failed while running (device-side assert, trap, barrier deadlock, ...)."""
+
+
+class ReadOnlyArgumentError(KernelArgumentError, KernelLaunchError):
+    """The kernel wrote into an array that is not writeable (numpy ``writeable=False``), through the parameter named.
+
+    The CPU engine maps such an array's copy read-only, so the write faults where it happens (a kernel that only
+    reads a non-const parameter is fine); ``param`` names the parameter.
+    """
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class GpuOnlyError(KernelLaunchError):
@@ -75,3 +87,20 @@ class UninitializedError(SanitizerError):
     """A checked launch read memory that was never written (shared memory, as compute-sanitizer's initcheck)."""
 
     tool = "initcheck"
+
+
+class SynccheckError(SanitizerError):
+    """A checked launch misused a barrier or warp collective, as compute-sanitizer's synccheck reports it.
+
+    A ``__syncthreads()`` that only part of the block reached (the others exited), a ``*_sync`` collective whose
+    mask names lanes that exited or called a different collective, or a barrier no thread can get past.
+    """
+
+    tool = "synccheck"
+
+
+class FrontendError(CompileError):
+    """The GPU compiler (NVRTC for sm_90, as cupy uses it) refuses the source, so the CPU engine does not run it.
+
+    ``log`` holds NVRTC's own diagnostics (empty when the source compiles but the kernel name would not be found).
+    """
