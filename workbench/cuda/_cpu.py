@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import struct
 import subprocess
 import tempfile
 import threading
@@ -33,12 +34,14 @@ import numpy as np
 from workbench.cuda import _elf, _limits, _sanitizer, _source
 from workbench.cuda.errors import (
     CompileError,
+    CudaError,
     GpuOnlyError,
     KernelArgumentError,
     KernelLaunchError,
     LaunchConfigError,
     LaunchTimeoutError,
     LaunchTooLargeError,
+    ReadOnlyArgumentError,
 )
 from workbench.cuda.toolchain import cache_dir, find_cxx, run_tool
 from workbench.cuda.toolchain import cxx_id as _cxx_id
@@ -46,8 +49,12 @@ from workbench.cuda.toolchain import cxx_id as _cxx_id
 _HERE = Path(__file__).resolve().parent
 INCLUDE_DIR = _HERE / "include"
 RUNTIME_SRC = _HERE / "runtime" / "wb_runtime.cpp"
-CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-w", "-fvisibility=hidden")
-LDFLAGS = ("-shared", "-Wl,-Bsymbolic")
+# -g1: line tables only (no effect on the code), so that a fault of an unchecked launch names its source line.
+CXXFLAGS = ("-std=c++17", "-O2", "-g1", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-w",
+            "-fvisibility=hidden")
+# Device code that calls exit()/abort() & co. reaches the runtime's __wrap_* versions, which stop the launch.
+_WRAPPED = ("exit", "_exit", "_Exit", "quick_exit", "abort", "__assert_fail")
+LDFLAGS = ("-shared", "-Wl,-Bsymbolic", *(f"-Wl,--wrap={f}" for f in _WRAPPED))
 REDZONE = 64 * 1024  # bytes of TLS before and after a checked module's static shared memory (and around dynamic)
 _lock = threading.RLock()
 
@@ -62,7 +69,8 @@ def _hash(*parts: str | bytes) -> str:
 
 
 def _headers_digest() -> str:
-    return _hash(*(f.name + f.read_text() for f in sorted(INCLUDE_DIR.glob("*"))))
+    files = sorted(f for f in INCLUDE_DIR.rglob("*") if f.is_file())  # headers in subfolders too
+    return _hash(*(str(f.relative_to(INCLUDE_DIR)) + f.read_text() for f in files))
 
 
 def _run_compiler(cmd: list[str], what: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -73,7 +81,10 @@ _runtime: ctypes.CDLL | None = None
 
 
 def runtime() -> ctypes.CDLL:
-    """Build (once, cached on disk) and load the engine runtime library."""
+    """Build (once, cached on disk) and load the engine runtime library.
+
+    A cached library that does not load (truncated or garbage) or whose digest no longer matches is rebuilt once.
+    """
     global _runtime
     with _lock:
         if _runtime is not None:
@@ -81,21 +92,72 @@ def runtime() -> ctypes.CDLL:
         cxx = find_cxx()
         key = _hash(RUNTIME_SRC.read_text(), (INCLUDE_DIR / "wb_abi.h").read_text(), _cxx_id(cxx))
         so = cache_dir() / f"wbrt-{key}.so"
-        if not so.exists():
-            tmp = so.with_suffix(f".{os.getpid()}.tmp")
-            cmd = [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-I", str(INCLUDE_DIR), str(RUNTIME_SRC),
-                   "-o", str(tmp), "-lpthread", "-ldl"]
-            r = _run_compiler(cmd, "the CPU engine runtime")
-            if r.returncode != 0:
-                raise CompileError(f"building the CPU engine runtime failed:\n{r.stderr}", r.stderr)
-            os.replace(tmp, so)
-        lib = ctypes.CDLL(str(so), mode=ctypes.RTLD_GLOBAL)
+        lib = _load_verified(so, lambda: _build_runtime(cxx, so), "the CPU engine runtime", ctypes.RTLD_GLOBAL)
         lib.wb_launch2.restype = ctypes.c_int
         lib.wb_launch2.argtypes = [ctypes.c_void_p]
         lib.wb_module_base.restype = ctypes.c_uint64
         lib.wb_module_base.argtypes = [ctypes.c_void_p]
         _runtime = lib
         return lib
+
+
+def _build_runtime(cxx: str, so: Path) -> None:
+    """Compile the runtime library into ``so`` (and its digest beside it)."""
+    tmp = so.with_suffix(f".{os.getpid()}.tmp")
+    cmd = [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-I", str(INCLUDE_DIR), str(RUNTIME_SRC),
+           "-o", str(tmp), "-lpthread", "-ldl"]
+    r = _run_compiler(cmd, "the CPU engine runtime")
+    if r.returncode != 0:
+        raise CompileError(f"building the CPU engine runtime failed:\n{r.stderr}", r.stderr)
+    _write_digest(tmp, so)
+    os.replace(tmp, so)
+
+
+def _digest_path(so: Path) -> Path:
+    return so.with_name(so.name + ".sha256")
+
+
+def _write_digest(built: Path, so: Path) -> None:
+    """Record the digest of the library ``built`` (about to become ``so``)."""
+    tmp = _digest_path(so).with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(hashlib.sha256(built.read_bytes()).hexdigest())
+    os.replace(tmp, _digest_path(so))
+
+
+def _intact(so: Path) -> bool:
+    """Return whether ``so`` exists and matches the digest recorded when it was built (none recorded: yes)."""
+    try:
+        data = so.read_bytes()
+    except OSError:
+        return False
+    try:
+        want = _digest_path(so).read_text().strip()
+    except OSError:
+        return bool(data)
+    return hashlib.sha256(data).hexdigest() == want
+
+
+def _load_verified(so: Path, build: Any, what: str, mode: int = ctypes.DEFAULT_MODE) -> ctypes.CDLL:
+    """Load the cached library ``so``, building it first if it is missing or corrupt (``build()`` writes it).
+
+    A cached file that is truncated, garbage or not what was built is removed and rebuilt once; a library that
+    still does not load after a fresh build raises CompileError.
+    """
+    if str(so) in _loaded:
+        return _loaded[str(so)]
+    for attempt in (0, 1):
+        if attempt or not _intact(so):
+            so.unlink(missing_ok=True)
+            build()
+        try:
+            lib = ctypes.CDLL(str(so), mode=mode)
+        except OSError as e:
+            if attempt:
+                raise CompileError(f"{what} was rebuilt but does not load ({so}): {e}", str(e)) from e
+            continue
+        _loaded[str(so)] = lib
+        return lib
+    raise AssertionError("unreachable")
 
 
 class _Entry(ctypes.Structure):
@@ -123,10 +185,12 @@ class _Desc(ctypes.Structure):  # wb_launch_desc in runtime/wb_runtime.cpp
                 ("buf_slot", ctypes.c_void_p),
                 ("time_limit", ctypes.c_double), ("size_guard", ctypes.c_double), ("errbuf", ctypes.c_void_p),
                 ("errlen", ctypes.c_uint64), ("records", ctypes.c_void_p), ("record_cap", ctypes.c_int),
-                ("nrecords", ctypes.c_int), ("totals", ctypes.c_long * 3), ("elapsed", ctypes.c_double),
+                ("nrecords", ctypes.c_int), ("totals", ctypes.c_long * 4), ("elapsed", ctypes.c_double),
                 ("estimate", ctypes.c_double), ("blocks_done", ctypes.c_long),
                 ("profile", ctypes.c_int), ("nregion", ctypes.c_int), ("region", ctypes.c_void_p),
-                ("prof_cap", ctypes.c_uint64), ("prof", ctypes.c_uint64 * 32)]
+                ("prof_cap", ctypes.c_uint64), ("prof", ctypes.c_uint64 * 32),
+                ("guarded", ctypes.c_int), ("buf_flags", ctypes.c_void_p), ("err_pc", ctypes.c_uint64),
+                ("err_param", ctypes.c_int), ("err_kind", ctypes.c_int)]
 
 
 # The runtime's P_* counters, in order, and the profile metric each one is (None: not reported).
@@ -363,9 +427,15 @@ class CpuModule:
             key = _hash(tu, " ".join(flags), " ".join(CXXFLAGS + LDFLAGS), extra, _headers_digest(), _cxx_id(cxx))
             runtime()  # kernel modules resolve wb_* symbols against the (RTLD_GLOBAL) runtime
             so = _cached_so(key)
-            if so is None:
+            if so is None or not _intact(so):
                 so = self._build(cxx, flags, tu, key)
-            self._load(so)
+            try:
+                self._load(so)
+            except (OSError, ValueError, IndexError, struct.error):  # a corrupt cache entry: rebuild it once
+                _loaded.pop(str(so), None)
+                _images.pop(str(so), None)
+                so.unlink(missing_ok=True)
+                self._load(self._build(cxx, flags, tu, key))
             return self
 
     def _load(self, so: Path) -> None:
@@ -374,6 +444,8 @@ class CpuModule:
         if lib is None:
             lib = ctypes.CDLL(str(so))
             _loaded[str(so)] = lib
+        if not hasattr(lib, "wb_kernels"):
+            raise OSError(f"{so} is not a CPU-engine module (no kernel table)")
         self.so_path = str(so)
         self.image = _images.get(str(so)) or _images.setdefault(str(so), _elf.read_module(so))
         self.base = int(runtime().wb_module_base(lib._handle))
@@ -476,6 +548,7 @@ class CpuModule:
             # dlopen (which returns an already-loaded library for a known path) loads the new code.
             so = cache_dir() / f"k-{key}-{_hash(json.dumps(deps, sort_keys=True))[:12]}.so"
             os.replace(obj, so.with_suffix(".o"))
+            _write_digest(out, so)
             os.replace(out, so)
             tmp_meta = cache_dir() / f"k-{key}.json.{os.getpid()}.tmp"
             tmp_meta.write_text(json.dumps({"so": so.name, "deps": deps}))
@@ -621,8 +694,9 @@ def _alloc_base(a: Any) -> int:
     return allocation_start(a)
 
 
-def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, int, int, int, int]]]:
-    """Return (void** array, keep-alive list, [(pointer, bytes, parameter index, address of the pointer, allocation)]).
+def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], list[tuple[int, ...]]]:
+    """Return (void** array, keep-alive list, [(pointer, bytes, parameter index, address of the pointer, allocation,
+    flags)]); flags are the runtime's WB_BUF_* bits (1: the array is read-only).
 
     Raises KernelArgumentError for arguments that do not match the kernel's parameters.
     """
@@ -634,17 +708,17 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], 
         raise KernelArgumentError(
             f"kernel {info.name!r} takes {n} argument{'s' if n != 1 else ''} ({sig}) but {len(args)} were given")
     keep: list[Any] = []
-    bufs: list[tuple[int, int, int, int, int]] = []
+    bufs: list[tuple[int, ...]] = []
     arr = (ctypes.c_void_p * max(n, 1))()
     for i, (code, a) in enumerate(zip(info.codes, args, strict=True)):
         p = info.params[i]
         where = f"kernel {info.name!r}, parameter {i} {p.name!r} ({_type_text(code)})"
         if code.startswith("*"):
             rec = _PtrArg()
-            rec.ptr, rec.bytes = _pointer(where, code, a, keep)
+            rec.ptr, rec.bytes, readonly = _pointer(where, code, a, keep)
             if rec.ptr and rec.bytes:
                 bufs.append((rec.ptr, rec.bytes, i, ctypes.addressof(rec) + _PtrArg.ptr.offset,
-                             _alloc_base(keep[-1]) or rec.ptr))
+                             _alloc_base(keep[-1]) or rec.ptr, BUF_READONLY if readonly else 0))
         else:
             rec = _scalar(where, code, a)
         keep.append(rec)
@@ -653,14 +727,23 @@ def convert_args(info: KernelInfo, args: tuple | list) -> tuple[Any, list[Any], 
     return arr, keep, bufs
 
 
-def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int]:
+BUF_READONLY = 1  # the runtime's WB_BUF_READONLY: the array is not writeable (its copy is mapped read-only)
+
+
+def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int, bool]:
+    """Return (address, bytes, read-only) of a pointer argument; refuse what cupy would refuse."""
     pointee = code[2:] if code.startswith("*c") else code[1:]
     if a is None:
-        return None, 0
+        return None, 0, False
     mod = type(a).__module__
     if mod.startswith("torch"):
         if a.device.type != "cpu":
             raise KernelArgumentError(f"{where}: got a tensor on {a.device}; the CPU engine needs CPU tensors")
+        if a.requires_grad:
+            raise KernelArgumentError(
+                f"{where}: the tensor requires grad, and cupy refuses such tensors (torch gives no "
+                "__cuda_array_interface__ for them: a kernel could write it behind autograd's back); pass "
+                "t.detach()")
         if not a.is_contiguous():
             raise KernelArgumentError(f"{where}: the tensor is not contiguous; pass t.contiguous()")
         got = _TORCH_TO_CODE.get(str(a.dtype), "s?")
@@ -668,7 +751,7 @@ def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int
             raise KernelArgumentError(f"{where}: expected a buffer of {_C_NAMES.get(pointee, pointee)}, "
                                       f"got {_describe(a)}")
         keep.append(a)
-        return a.data_ptr(), a.numel() * a.element_size()
+        return a.data_ptr(), a.numel() * a.element_size(), False
     if mod.startswith("cupy"):
         raise KernelArgumentError(f"{where}: got a cupy array, but the workbench runs in cpu mode; use numpy arrays")
     if isinstance(a, (np.generic, int, float, bool)):
@@ -686,7 +769,7 @@ def _pointer(where: str, code: str, a: Any, keep: list) -> tuple[int | None, int
     if not _pointee_ok(pointee, got):
         raise KernelArgumentError(f"{where}: expected an array of {_C_NAMES.get(pointee, pointee)}, got {_describe(a)}")
     keep.append(a)
-    return a.ctypes.data, a.nbytes
+    return a.ctypes.data, a.nbytes, not a.flags.writeable
 
 
 def _scalar(where: str, code: str, a: Any) -> ctypes.Array:
@@ -756,10 +839,20 @@ def _python_scalar(where: str, code: str, dt: type, a: Any) -> ctypes.Array:
 
 # ----------------------------------------------------------------------------------------------- launching
 def _dims(v: Any, what: str, kernel: str) -> tuple[int, int, int]:
-    if isinstance(v, (int, np.integer)):
+    """Return a grid or block size as three ints; refuse what cupy refuses (floats, bools, more than 3 values)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         v = (int(v),)
     if not isinstance(v, (tuple, list)) or not 1 <= len(v) <= 3:
         raise LaunchConfigError(f"kernel {kernel!r}: {what} must be an int or a tuple of 1-3 ints, got {v!r}")
+    for x in v:
+        if isinstance(x, (bool, np.bool_)):
+            raise LaunchConfigError(f"kernel {kernel!r}: {what} {tuple(v)!r} holds the bool {x!r}, which is not a "
+                                    f"size; {what} dimensions must be integers")
+        if not isinstance(x, (int, np.integer)):
+            raise LaunchConfigError(
+                f"kernel {kernel!r}: {what} {tuple(v)!r} holds {x!r} ({type(x).__name__}); {what} dimensions must be "
+                f"integers, as cupy requires ('{type(x).__name__}' object cannot be interpreted as an integer): "
+                "compute it with integer arithmetic, e.g. (n + 255) // 256, not n / 256")
     t = [int(x) for x in v] + [1] * (3 - len(v))
     if any(x < 1 for x in t):
         raise LaunchConfigError(f"kernel {kernel!r}: {what} dimensions must be >= 1, got {tuple(v)}")
@@ -768,9 +861,11 @@ def _dims(v: Any, what: str, kernel: str) -> tuple[int, int, int]:
 
 def n_threads() -> int:
     """Return how many OS threads run blocks ($WORKBENCH_CPU_THREADS, default: all cores)."""
-    env = os.environ.get("WORKBENCH_CPU_THREADS")
+    env = os.environ.get("WORKBENCH_CPU_THREADS", "").strip()
     if env:
-        return max(1, int(env))
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"WORKBENCH_CPU_THREADS must be a whole number of threads >= 1, got {env!r}")
+        return int(env)
     return os.cpu_count() or 1
 
 
@@ -788,7 +883,7 @@ def _check_config(info: KernelInfo, module: CpuModule, g: tuple, b: tuple, share
 
 
 def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, shared_mem: int, arr: Any,
-                     bufs: list[tuple[int, int, int, int, int]], keep: list, extra: tuple = ()) -> _Desc:
+                     bufs: list[tuple[int, ...]], keep: list, extra: tuple = ()) -> _Desc:
     """Return the runtime's launch description (arrays it points to are appended to ``keep``).
 
     ``extra``: arrays the kernel reaches other than through its pointer parameters (profile builds count them).
@@ -812,8 +907,10 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
         d.san_enabled = ctypes.addressof(ctypes.c_int.in_dll(lib, "wb_san_enabled"))
     if module.profile:
         _describe_regions(d, bufs, extra, keep)
-    if module.checked:
+    else:  # checked launches run on redzoned copies of the buffers, others on guarded copies
         _describe_buffers(d, bufs, keep)
+        d.guarded = int(not module.checked)
+    if module.checked:
         d.static_lo, d.static_bytes = module.static_window
         d.redzone = REDZONE
         guards = [(t.value - module.static_window[0], t.size) for t in (img.tls if img else ())
@@ -825,7 +922,7 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
     d.time_limit = _limits.time_limit() or 0.0
     d.size_guard = _limits.size_guard() or 0.0
     err = ctypes.create_string_buffer(4096)
-    recs = (_Record * (3 * RECORD_CAP))()
+    recs = (_Record * (len(_sanitizer.TOOLS) * RECORD_CAP))()
     keep += [err, recs]
     d.errbuf = ctypes.cast(err, ctypes.c_void_p)
     d.errlen = len(err)
@@ -834,23 +931,24 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
     return d
 
 
-def _describe_buffers(d: _Desc, bufs: list[tuple[int, int, int, int, int]], keep: list) -> None:
-    """Describe the pointer arguments' buffers to the runtime (checked launches run on redzoned copies of them)."""
+def _describe_buffers(d: _Desc, bufs: list[tuple[int, ...]], keep: list) -> None:
+    """Describe the pointer arguments' buffers to the runtime, which runs the launch on copies of them."""
     n = max(len(bufs), 1)
     ptrs = (ctypes.c_uint64 * n)(*(b[0] for b in bufs))
     sizes = (ctypes.c_uint64 * n)(*(b[1] for b in bufs))
     params = (ctypes.c_int * n)(*(b[2] for b in bufs))
     slots = (ctypes.c_uint64 * n)(*(b[3] for b in bufs))
-    keep += [ptrs, sizes, params, slots]
+    flags = (ctypes.c_int * n)(*(b[5] for b in bufs))
+    keep += [ptrs, sizes, params, slots, flags]
     d.nbuf = len(bufs)
-    d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot = (ctypes.cast(x, ctypes.c_void_p)
-                                                       for x in (ptrs, sizes, params, slots))
+    d.buf_ptr, d.buf_bytes, d.buf_param, d.buf_slot, d.buf_flags = (ctypes.cast(x, ctypes.c_void_p)
+                                                                    for x in (ptrs, sizes, params, slots, flags))
 
 
-def _describe_regions(d: _Desc, bufs: list[tuple[int, int, int, int, int]], extra: tuple, keep: list) -> None:
+def _describe_regions(d: _Desc, bufs: list[tuple[int, ...]], extra: tuple, keep: list) -> None:
     """Describe the memory a profile launch counts: global buffers (pointer arguments and ``extra`` arrays) by
     allocation start, and the parameter records the kernel reads its arguments from (not counted)."""
-    regions = [(p, p + n, base, 1) for p, n, _, _, base in bufs]
+    regions = [(b[0], b[0] + b[1], b[4], 1) for b in bufs]
     for a in extra:
         if isinstance(a, np.ndarray) and a.nbytes:
             lo = a.ctypes.data + min(0, sum((s - 1) * st for s, st in zip(a.shape, a.strides, strict=True) if st < 0))
@@ -886,7 +984,7 @@ def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tup
     arr, keep, bufs = convert_args(info, args)
     d = _describe_launch(module, info, g, b, shared_mem, arr, bufs, keep, tuple(buffers))
     rc = runtime().wb_launch2(ctypes.byref(d))
-    _raise_for(rc, d, module, info, g, b, keep)
+    _raise_for(rc, d, module, info, g, b, bufs)
     del keep
     if not module.profile:
         return None
@@ -897,19 +995,62 @@ def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tup
     return counts
 
 
-def _raise_for(rc: int, d: _Desc, module: CpuModule, info: KernelInfo, g: tuple, b: tuple, keep: list) -> None:
+ERR_READONLY, ERR_GUARD, ERR_CANARY = 7, 6, 8  # the runtime's ERR_* codes that name a buffer
+
+
+def _source_line(module: CpuModule, d: _Desc) -> str:
+    """Return " at file:line" for the instruction or call a launch failed at, when the debug lines know it."""
+    if not d.err_pc:
+        return ""
+    pc = int(d.err_pc) - 1
+    file, line, _ = _sanitizer.resolve(module.so_path, {pc}).get(pc, (None, None, None))
+    if not line:
+        return ""
+    return f" at {os.path.basename(file) if file and not file.startswith('<') else file}:{line}"
+
+
+_WHO = re.compile(r"block \(\d+,\d+,\d+\) thread \(\d+,\d+,\d+\)")
+
+
+def _with_line(msg: str, at: str) -> str:
+    """Return ``msg`` with the source location ``at`` after the thread it names (or at the end)."""
+    m = _WHO.search(msg)
+    return msg[:m.end()] + at + msg[m.end():] if m and at else msg + at
+
+
+def _launch_error(d: _Desc, module: CpuModule, info: KernelInfo, bufs: list[tuple[int, ...]]) -> CudaError:
+    """Return the error of a launch the runtime stopped (rc 1), with its source line and parameter where known."""
+    msg = (ctypes.cast(d.errbuf, ctypes.c_char_p).value or b"").decode(errors="replace")
+    if "inline PTX" in msg:
+        return GpuOnlyError(
+            f"kernel {info.name!r} executes inline PTX asm, which only a GPU can run: {msg}. "
+            "Inspect it without a GPU with workbench.inspect(kernel) (nvcc: PTX, SASS, registers), "
+            "or run it in gpu mode.")
+    msg = _with_line(msg, _source_line(module, d))
+    if msg.startswith("device-side assert failed"):
+        msg += '; on a GPU the launch fails with cudaErrorAssert ("device-side assert triggered")'
+    bi = int(d.err_param)
+    if d.err_kind in (ERR_READONLY, ERR_GUARD, ERR_CANARY) and 0 <= bi < len(bufs):
+        i = bufs[bi][2]
+        p = info.params[i]
+        what = f"parameter {i} {p.name!r} ({_type_text(info.codes[i])})"
+        if d.err_kind == ERR_READONLY:
+            return ReadOnlyArgumentError(
+                f"kernel {info.name!r} wrote into {what}, whose array is read-only (numpy writeable=False): {msg}. "
+                "Pass a writeable array (x.copy()), or make the parameter const if the kernel must not write it.",
+                p.name)
+        msg = f"{msg}, on {what}"
+    return KernelLaunchError(f"kernel {info.name!r} failed: {msg}")
+
+
+def _raise_for(rc: int, d: _Desc, module: CpuModule, info: KernelInfo, g: tuple, b: tuple,
+               bufs: list[tuple[int, ...]]) -> None:
     """Raise the error a launch ended with (runtime return code ``rc``)."""
     if rc == 0:
         return
     shape = f"grid {g}, block {b}"
     if rc == 1:
-        msg = (ctypes.cast(d.errbuf, ctypes.c_char_p).value or b"").decode(errors="replace")
-        if "inline PTX" in msg:
-            raise GpuOnlyError(
-                f"kernel {info.name!r} executes inline PTX asm, which only a GPU can run: {msg}. "
-                "Inspect it without a GPU with workbench.inspect(kernel) (nvcc: PTX, SASS, registers), "
-                "or run it in gpu mode.")
-        raise KernelLaunchError(f"kernel {info.name!r} failed: {msg}")
+        raise _launch_error(d, module, info, bufs)
     if rc == 2:
         recs = ctypes.cast(d.records, ctypes.POINTER(_Record))
         _sanitizer.raise_for([recs[i] for i in range(d.nrecords)], list(d.totals), module, info, b)

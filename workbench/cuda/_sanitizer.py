@@ -1,16 +1,20 @@
 """Turn the records of a checked CPU-engine launch into compute-sanitizer-like errors.
 
 A checked launch (``RawKernel(..., checked=True)``, or any launch while :func:`workbench._sanitize.sanitizing`
-is on) runs three tools at once and raises the first that found something, in this order:
+is on) runs four tools at once and raises the first that found something, in this order (synccheck comes right
+after memcheck, since a misused barrier makes races of its own):
 
 * memcheck -> :class:`MemcheckError`: out-of-bounds or misaligned accesses through a kernel's pointer
   parameters (global memory) and accesses outside the block's static or dynamic shared memory;
 * racecheck -> :class:`RaceError`: RAW/WAR/WAW hazards on shared memory (two threads of a block, same byte,
   no barrier between, one writes, neither atomic; lanes of a warp unless a warp collective separates them) and
   on global memory (the same, plus any two threads of different blocks);
-* initcheck -> :class:`UninitializedError`: shared memory read before the block wrote it.
+* initcheck -> :class:`UninitializedError`: shared memory read before the block wrote it;
+* synccheck -> :class:`SynccheckError`: a ``__syncthreads()`` that only part of the block reached (the others
+  exited), a ``*_sync`` warp collective whose mask names lanes that exited, that leaves out the calling lane, or
+  whose lanes are at different calls (not converged), and barriers no thread can get past (a deadlock).
 
-Every error carries ``records`` (dicts, see :func:`record_dict`), ``total`` and ``reports`` (all three tools:
+Every error carries ``records`` (dicts, see :func:`record_dict`), ``total`` and ``reports`` (all four tools:
 ``{tool: (records, total)}``). Source lines come from the module's debug info via ``addr2line``.
 """
 
@@ -24,11 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cuda._elf import is_internal_tls
-from workbench.cuda.errors import MemcheckError, RaceError, SanitizerError, UninitializedError
+from workbench.cuda.errors import MemcheckError, RaceError, SanitizerError, SynccheckError, UninitializedError
 
-TOOLS = ("memcheck", "racecheck", "initcheck")
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 ERRORS: dict[str, type[SanitizerError]] = {"memcheck": MemcheckError, "racecheck": RaceError,
-                                           "initcheck": UninitializedError}
+                                           "initcheck": UninitializedError, "synccheck": SynccheckError}
+# A misused barrier makes races of its own: synccheck's finding is raised before racecheck's.
+_RAISE_ORDER = ("memcheck", "synccheck", "racecheck", "initcheck")
+# The runtime's SYNC_* kinds.
+_SYNC_KINDS = {0: "partial barrier", 1: "exited lane", 2: "invalid mask", 3: "divergent warp", 4: "deadlock",
+               5: "mask mismatch"}
 _KINDS = {0: "read", 1: "write", 2: "access", 3: "misaligned access", 4: "wild access"}
 _HAZARDS = {0: "RAW", 1: "WAR", 2: "WAW"}
 _SPACES = {0: "global", 1: "shared", 2: "shared"}
@@ -130,9 +139,36 @@ def _warp(thread: tuple[int, ...], bdim: tuple[int, int, int]) -> int:
     return (thread[0] + bdim[0] * (thread[1] + bdim[1] * thread[2])) // 32
 
 
+def _lanes(bits: int) -> list[int]:
+    return [i for i in range(32) if bits >> i & 1]
+
+
+def sync_record(r: Any, info: Any, lines: dict) -> dict:
+    """Return a synccheck record: kind, block, thread, line, file (the call reported), mask and lanes, other."""
+    block, thread = _where(r)
+    file, line, _ = lines.get(r.pc, (None, None, None))
+    kind = _SYNC_KINDS.get(r.kind, "barrier")
+    d: dict[str, Any] = {"tool": "synccheck", "kind": kind, "block": block, "thread": thread, "line": line,
+                         "file": file, "kernel": info.name, "count": int(r.count)}
+    if kind == "partial barrier":
+        d["exited"] = int(r.size)
+    elif kind == "deadlock":
+        d["waiting_at_barrier"] = int(r.size)
+    else:
+        d["mask"] = int(r.offset) & 0xFFFFFFFF
+        d["lanes"] = _lanes(int(r.size))
+    d["other"] = None
+    if r.prev_write:  # another thread is involved: the one that exited, or the lane at another call
+        ofile, oline, _ = lines.get(r.prev_pc, (None, None, None)) if r.prev_pc else (None, None, None)
+        d["other"] = {"thread": tuple(r.prev_thread), "line": oline, "file": ofile}
+    return d
+
+
 def record_dict(r: Any, module: Any, info: Any, lines: dict, bdim: tuple[int, int, int] = (1, 1, 1)) -> dict:
     """Return one runtime record as a dict with stable keys (see the module docstring of workbench.cuda)."""
     tool = TOOLS[r.tool]
+    if tool == "synccheck":
+        return sync_record(r, info, lines)
     block, thread = _where(r)
     file, line, _ = lines.get(r.pc, (None, None, None))
     d: dict[str, Any] = {"tool": tool, "space": _SPACES.get(r.space, "global"), "offset": int(r.offset),
@@ -229,13 +265,42 @@ def _init_line(r: dict) -> str:
             f"  [{r['count']} such read(s)]")
 
 
+def _sync_line(r: dict) -> str:
+    at = f"by thread {r['thread']} in block {r['block']} at {_loc(r['file'], r['line'])}"
+    o = r.get("other") or {}
+    kind = r["kind"]
+    if kind == "partial barrier":
+        return (f"  Barrier error: __syncthreads() reached by only part of the block ({r['exited']} thread(s) had "
+                f"exited without reaching it, e.g. thread {o.get('thread')}); divergent thread(s) in block\n"
+                f"      {at}  [{r['count']} such barrier(s)]")
+    if kind == "deadlock":
+        other = f" (thread {o['thread']} waits elsewhere)" if o else ""
+        return (f"  Barrier deadlock: no thread of the block can go on; {r['waiting_at_barrier']} thread(s) wait at "
+                f"__syncthreads(), the others at a warp collective or exited{other}\n      {at}")
+    mask, lanes = f"{r['mask']:#010x}", r["lanes"]
+    if kind == "exited lane":
+        what = f"its mask {mask} names lane(s) {lanes}, which exited without taking part"
+    elif kind == "invalid mask":
+        what = f"its mask {mask} does not name the calling lane {lanes} (invalid arguments)"
+    elif kind == "divergent warp":
+        what = (f"lane(s) {lanes} reached it from a different call site than thread {o.get('thread')} at "
+                f"{_loc(o.get('file'), o.get('line'))} (the lanes named in the mask are not converged)")
+    else:
+        what = f"lane(s) {lanes} and thread {o.get('thread')} do not name each other in their masks ({mask})"
+    return f"  Warp synchronization error: a *_sync collective: {what}\n      {at}  [{r['count']} such call(s)]"
+
+
 _HEAD = {"memcheck": "invalid memory access(es)", "racecheck": "data race hazard(s)",
-         "initcheck": "read(s) of uninitialized shared memory"}
-_LINE = {"memcheck": _memcheck_line, "racecheck": _race_line, "initcheck": _init_line}
+         "initcheck": "read(s) of uninitialized shared memory",
+         "synccheck": "invalid use(s) of barriers or warp collectives"}
+_LINE = {"memcheck": _memcheck_line, "racecheck": _race_line, "initcheck": _init_line, "synccheck": _sync_line}
 _HINT = {"racecheck": "add a __syncthreads() (or __syncwarp() within a warp) between the write and the read, or "
                       "use an atomic",
          "initcheck": "every element a thread reads must be written first in the same block (zero-fill tile "
-                      "elements that fall outside the matrix)"}
+                      "elements that fall outside the matrix)",
+         "synccheck": "every thread of the block must reach each __syncthreads() (no return before it), and every "
+                      "lane named in a *_sync mask must make the same call (move the collective out of the branch, "
+                      "or pass __ballot_sync of the branch's condition as the mask)"}
 
 
 def report(kernel: str, tool: str, records: list[dict], total: int, others: dict[str, int]) -> str:
@@ -253,14 +318,14 @@ def report(kernel: str, tool: str, records: list[dict], total: int, others: dict
 
 
 def raise_for(records: list[Any], totals: list[int], module: Any, info: Any, bdim: tuple[int, int, int]) -> None:
-    """Raise the error of the first tool (memcheck, racecheck, initcheck) that has records."""
+    """Raise the error of the first tool (memcheck, synccheck, racecheck, initcheck) that has records."""
     pcs = {int(r.pc) for r in records} | {int(r.prev_pc) for r in records}
     lines = resolve(module.so_path, pcs) if module.checked else {}
     by_tool: dict[str, list[dict]] = {t: [] for t in TOOLS}
     for r in records:
         by_tool[TOOLS[r.tool]].append(record_dict(r, module, info, lines, bdim))
     reports = {t: (by_tool[t], int(totals[i])) for i, t in enumerate(TOOLS)}
-    for tool in TOOLS:
+    for tool in _RAISE_ORDER:
         recs, total = reports[tool]
         if total:
             others = {t: n for t, (_, n) in reports.items()}

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#define WB_ABI_VERSION 5
+#define WB_ABI_VERSION 6
 #define WB_STACK_SIZE (256u * 1024u)
 
 struct wb_uint3 {
@@ -29,6 +29,9 @@ struct wb_thread {
   void* runtime;  // the runtime's private fiber record
   wb_prof_entry* prof_cur;  // profile builds: the fiber's access log (next free entry, end of its buffer)
   wb_prof_entry* prof_end;
+  // checked builds: the source line of the warp collective being called (synccheck compares the lanes' sites)
+  const char* site_file;
+  unsigned site_line;
 };
 
 // Flags of wb_san_access (checked builds: every memory access of device code that is not to the fiber's own

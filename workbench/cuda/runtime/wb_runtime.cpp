@@ -58,8 +58,9 @@
 
 // ---------------------------------------------------------------- host-side launch description (ctypes mirror)
 struct wb_san_record {
-  int tool;          // 0 memcheck, 1 racecheck, 2 initcheck
-  int kind;          // memcheck: 0 read, 1 write, 2 access, 3 misaligned; racecheck: 0 RAW, 1 WAR, 2 WAW
+  int tool;          // 0 memcheck, 1 racecheck, 2 initcheck, 3 synccheck
+  int kind;          // memcheck: 0 read, 1 write, 2 access, 3 misaligned; racecheck: 0 RAW, 1 WAR, 2 WAW;
+                     // synccheck: SYNC_* (offset: the mask, size: the lanes concerned, prev_*: the other thread)
   int space;         // 0 global, 1 static shared, 2 dynamic shared
   int param;         // global: kernel parameter index (-1 if unknown)
   int64_t offset;    // bytes from the start of the buffer / shared window
@@ -103,7 +104,7 @@ struct wb_launch_desc {
   wb_san_record* records;
   int record_cap;  // per tool
   int nrecords;
-  long totals[3];
+  long totals[4];
   double elapsed, estimate;
   long blocks_done;
   // profile launches
@@ -112,7 +113,22 @@ struct wb_launch_desc {
   const uint64_t* region;    //   (sectors counted from base, its allocation start), 3: the kernel's parameters
   uint64_t prof_cap;         // most log entries one worker may hold between two flushes
   uint64_t prof[32];         // out: the P_* counters
+  // unchecked launches: the pointer arguments' buffers run on guarded copies (guard pages around each)
+  int guarded;
+  const int* buf_flags;      // per buffer: WB_BUF_* bits
+  uint64_t err_pc;           // out: module offset + 1 of the failing instruction or call (0: unknown)
+  int err_param;             // out: the buffer (index into buf_*) a failing access hit (-1: none)
+  int err_kind;              // out: ERR_* (what failed)
 };
+
+enum { WB_BUF_READONLY = 1 };  // the caller's array must not be written (numpy writeable=False)
+enum { NTOOLS = 4 };
+// What stopped an unchecked launch (err_kind): Python words the GPU's error from it.
+enum { ERR_NONE = 0, ERR_SEGV, ERR_FPE, ERR_ILL, ERR_ABORT, ERR_EXIT, ERR_GUARD, ERR_READONLY, ERR_CANARY,
+       ERR_MISALIGNED, ERR_TRAP };
+// synccheck findings (checked launches)
+enum { SYNC_PARTIAL_BARRIER = 0, SYNC_EXITED_LANE = 1, SYNC_BAD_MASK = 2, SYNC_DIVERGED = 3, SYNC_DEADLOCK = 4,
+       SYNC_MASK_MISMATCH = 5 };
 
 // Profile counters (workbench/cuda/_cpu.py names them).
 enum {
@@ -138,6 +154,8 @@ struct Fiber {
   int state;
   int index;
   Worker* w;
+  uintptr_t bar_pc;  // checked: where it last called __syncthreads (module address)
+  uintptr_t coll_pc;  // checked: where it last called a warp collective
 #if !defined(__x86_64__)
   ucontext_t uc;
 #endif
@@ -151,6 +169,12 @@ struct Warp {
   unsigned gen;
   unsigned active[2];
   uint64_t buf[2][32];
+  // checked (synccheck): the round in progress, as its first lane opened it
+  unsigned req_mask;
+  unsigned site_line;
+  const char* site_file;
+  uintptr_t site_pc;
+  int opener;
 };
 
 // ---------------------------------------------------------------- sanitizer state (checked launches)
@@ -173,6 +197,7 @@ struct SanRegion {
   uintptr_t orig = 0;     // global buffers: the caller's memory
   char* copy_map = nullptr;  // [rz][bytes][rz]
   size_t copy_bytes = 0, rz = 0;
+  bool readonly = false;  // the caller's array is read-only: the copy is mapped PROT_READ, never copied back
 };
 struct SanWarp {
   unsigned all;          // lanes at block start
@@ -207,6 +232,20 @@ struct ProfGroup {  // profile: the entries of one warp-level request (general p
   int n;
 };
 
+// A pointer argument's buffer as the kernel sees it in an unchecked launch: a copy whose end is within 256 bytes of
+// a PROT_NONE guard (and whose start follows one), so that an out-of-bounds access faults instead of corrupting
+// the process's heap; the bytes between the copy and the guards hold a canary, checked after the launch. Checked
+// launches keep a region per read-only copy only (to name the parameter of a faulting write).
+struct GuardRegion {
+  uintptr_t orig = 0;   // the caller's memory
+  uint64_t bytes = 0;
+  char* map = nullptr;  // [guard][data pages][guard]
+  size_t map_bytes = 0, guard = 0, data = 0;
+  uintptr_t lo = 0;     // the copy (lo = orig mod 256)
+  bool readonly = false;
+  bool owned = true;    // unmapped (or cached) by the guard code; checked launches' regions belong to San
+};
+
 struct Launch {
   const wb_launch_desc* d;
   void (*invoke)(void**);
@@ -229,8 +268,14 @@ struct Launch {
   std::mutex mu;
   std::string error;
   std::vector<pthread_t> threads;
-  std::vector<wb_san_record> recs[3];
-  long totals[3] = {0, 0, 0};
+  std::vector<wb_san_record> recs[NTOOLS];
+  long totals[NTOOLS] = {0, 0, 0, 0};
+  std::vector<struct GuardRegion>* guards = nullptr;  // unchecked: the guarded copies; checked: read-only copies
+  uintptr_t err_pc = 0;  // module address of a failing call (wb_trap & co.)
+  int err_kind = ERR_NONE;
+  int err_param = -1;
+  int fault_code = 0;     // si_code of the fault
+  bool fault_write = false;
   int cap = 64;
   San* san = nullptr;
   bool prof = false;
@@ -796,7 +841,10 @@ void prof_barrier(Worker* w) {
   prof_flush_all(w);
 }
 
+void sync_partial_barrier(Worker* w);
+
 void release_barrier(Worker* w) {
+  if (w->L && w->L->san && w->live < w->n) sync_partial_barrier(w);
   if (w->L && w->L->prof) prof_barrier(w);
   int slot = w->bar_gen & 1;
   w->bar_result[slot] = w->bar_op == 0 ? w->bar_acc[0] : (w->bar_op == 1 ? w->bar_acc[1] : w->bar_acc[2]);
@@ -942,6 +990,81 @@ void record_oob(Launch* L, const Access& A, int64_t off, bool misaligned) {
   r->write = (A.flags & WB_SAN_WRITE) != 0;
 }
 
+// ---------------------------------------------------------------- synccheck (checked launches)
+// A synccheck record: `at` is the thread reported (its call at module address `pc`), `other` the thread that
+// caused it (-1: none) at `other_pc`; `lanes` the lanes concerned, `mask` the collective's mask.
+void record_sync(Launch* L, int kind, const Fiber* at, uintptr_t pc, int other, uintptr_t other_pc, unsigned mask,
+                 unsigned lanes) {
+  const uint64_t base = L->d->module_base;
+  uint64_t off = pc ? pc - base : 0, poff = other_pc ? other_pc - base : 0;
+  uint64_t key = ((uint64_t)3 << 62) ^ ((uint64_t)kind << 56) ^ (off << 20) ^ poff;
+  wb_san_record* r = add_record(L, 3, key, true);
+  if (!r) return;
+  r->kind = kind;
+  r->offset = (int64_t)mask;
+  r->size = lanes;
+  r->window = (uint64_t)(L->block.x * L->block.y * L->block.z);
+  fill_coords(L, L->san->cur_block, (unsigned)at->index, r->block, r->thread);
+  r->pc = off;
+  r->prev_write = other >= 0;
+  if (other >= 0) fill_coords(L, L->san->cur_block, (unsigned)other, r->prev_block, r->prev_thread);
+  r->prev_pc = poff;
+}
+
+// A __syncthreads() completes although some threads of the block have exited without reaching it.
+void sync_partial_barrier(Worker* w) {
+  int exited = -1, waiting = -1;
+  for (int i = 0; i < w->n && (exited < 0 || waiting < 0); ++i) {
+    if (w->fibers[i].state == DONE && exited < 0) exited = i;
+    if (w->fibers[i].state == WAIT_BAR && waiting < 0) waiting = i;
+  }
+  const Fiber* at = waiting >= 0 ? &w->fibers[waiting] : w->cur;
+  if (!at) return;
+  record_sync(w->L, SYNC_PARTIAL_BARRIER, at, at->bar_pc, exited, 0, 0, (unsigned)(w->n - w->live));
+}
+
+// A lane arrives at a warp collective (`pc`: its call): the checks of compute-sanitizer's synccheck.
+void sync_warp_arrive(Worker* w, Fiber* f, Warp& W, unsigned mask, uintptr_t pc) {
+  wb_thread* t = f->t;
+  const unsigned lane = t->lane;
+  const unsigned line = t->site_line;
+  const char* file = t->site_file;
+  t->site_line = 0;
+  t->site_file = nullptr;
+  f->coll_pc = pc;
+  Launch* L = w->L;
+  const bool bad = !(mask >> lane & 1u);
+  if (bad) record_sync(L, SYNC_BAD_MASK, f, pc, -1, 0, mask, 1u << lane);  // invalid arguments: what else looks
+  if (W.arrived == 0) {                                                     // wrong about this call follows from it
+    W.req_mask = mask;
+    W.site_line = line;
+    W.site_file = file;
+    W.site_pc = pc;
+    W.opener = f->index;
+    if (bad) return;
+    unsigned gone = mask & L->san->warps[t->warp].all & ~W.live;  // named, but exited
+    if (gone) record_sync(L, SYNC_EXITED_LANE, f, pc, (int)(t->warp * 32 + __builtin_ctz(gone)), 0, mask, gone);
+    return;
+  }
+  if (bad) return;
+  const Fiber& op = w->fibers[W.opener];
+  bool other_site = line && W.site_line &&
+                    (line != W.site_line || (file != W.site_file && (!file || !W.site_file || strcmp(file, W.site_file))));
+  if (other_site) {
+    record_sync(L, SYNC_DIVERGED, f, pc, W.opener, W.site_pc, mask, 1u << lane);
+  } else if (!(W.req_mask >> lane & 1u) || !(mask >> op.t->lane & 1u)) {
+    record_sync(L, SYNC_MASK_MISMATCH, f, pc, W.opener, W.site_pc, mask, 1u << lane);
+  }
+}
+
+// A lane exits while a collective whose mask names it waits for it: it can never take part.
+void sync_lane_exits(Worker* w, Fiber* f, const Warp& W) {
+  const unsigned bit = 1u << f->t->lane;
+  if (W.arrived == 0 || !(W.expect & bit) || (W.arrived_mask & bit)) return;
+  const Fiber& op = w->fibers[W.opener];
+  record_sync(w->L, SYNC_EXITED_LANE, &op, W.site_pc, f->index, 0, W.req_mask, bit);
+}
+
 inline void note_read(SanCell& c, const SanAcc& cur) {
   if (c.r.block == 0 || (c.r.block == cur.block && c.r.thread == cur.thread)) {
     c.r = cur;
@@ -1068,10 +1191,202 @@ void global_access(Launch* L, San* S, Access& A, uintptr_t p) {
   }
 }
 
+// ---------------------------------------------------------------- guarded copies (unchecked launches)
+const unsigned char CANARY = 0xCB;
+struct MapCache {  // mappings kept between launches (under launch_mu): no page faults for repeated launches
+  struct Map {
+    char* map;
+    size_t map_bytes, data;
+  };
+  std::vector<Map> maps;
+  size_t bytes = 0;  // their data pages
+};
+MapCache g_maps;
+const size_t MAP_CACHE_BYTES = (size_t)1 << 30, MAP_CACHE_ONE = (size_t)256 << 20;  // data bytes
+
+char* guard_map(size_t total) {
+  for (size_t i = 0; i < g_maps.maps.size(); ++i)
+    if (g_maps.maps[i].map_bytes == total) {
+      char* m = g_maps.maps[i].map;
+      g_maps.bytes -= g_maps.maps[i].data;
+      g_maps.maps.erase(g_maps.maps.begin() + (long)i);
+      return m;
+    }
+  void* m = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return m == MAP_FAILED ? nullptr : (char*)m;
+}
+
+void guard_release(GuardRegion& R) {
+  if (!R.map || !R.owned) return;
+  if (R.data <= MAP_CACHE_ONE && g_maps.bytes + R.data <= MAP_CACHE_BYTES && g_maps.maps.size() < 16) {
+    madvise(R.map + R.guard, R.data, MADV_FREE);  // the system may take the pages back; usually they stay
+    g_maps.maps.push_back({R.map, R.map_bytes, R.data});
+    g_maps.bytes += R.data;
+  } else {
+    munmap(R.map, R.map_bytes);
+  }
+  R.map = nullptr;
+}
+
+// The pointer arguments' buffers, merged where they overlap (an in-place kernel passes one array twice).
+std::vector<GuardRegion> merged_buffers(const wb_launch_desc* d) {
+  std::vector<std::pair<std::pair<uintptr_t, uintptr_t>, bool>> iv;
+  for (int i = 0; i < d->nbuf; ++i)
+    if (d->buf_ptr[i] && d->buf_bytes[i])
+      iv.push_back({{d->buf_ptr[i], d->buf_ptr[i] + d->buf_bytes[i]},
+                    d->buf_flags && (d->buf_flags[i] & WB_BUF_READONLY)});
+  std::sort(iv.begin(), iv.end());
+  std::vector<GuardRegion> out;
+  for (auto& v : iv) {
+    if (!out.empty() && v.first.first < out.back().orig + out.back().bytes) {
+      GuardRegion& R = out.back();
+      if (v.first.second > R.orig + R.bytes) R.bytes = v.first.second - R.orig;
+      R.readonly = R.readonly && v.second;  // read-only only if every view of it is
+    } else {
+      GuardRegion R;
+      R.orig = v.first.first;
+      R.bytes = v.first.second - v.first.first;
+      R.readonly = v.second;
+      out.push_back(R);
+    }
+  }
+  return out;
+}
+
+// Point every pointer argument at its buffer's copy (`lo` of its region).
+void redirect_args(const wb_launch_desc* d, const std::vector<GuardRegion>& regions) {
+  for (int i = 0; i < d->nbuf; ++i)
+    for (const GuardRegion& R : regions)
+      if (d->buf_ptr[i] >= R.orig && d->buf_ptr[i] < R.orig + R.bytes)
+        *(uint64_t*)(uintptr_t)d->buf_slot[i] = R.lo + (d->buf_ptr[i] - R.orig);
+}
+
+bool guard_create(Launch* L, const wb_launch_desc* d) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  L->guards = new std::vector<GuardRegion>(merged_buffers(d));
+  for (GuardRegion& R : *L->guards) {
+    R.data = (R.bytes + 256 + page - 1) & ~(page - 1);
+    R.guard = std::max<size_t>((size_t)1 << 20, R.data);  // PROT_NONE: address space only
+    R.map_bytes = 2 * R.guard + R.data;
+    R.map = guard_map(R.map_bytes);
+    if (!R.map) return false;
+    char* data = R.map + R.guard;
+    if (mprotect(data, R.data, PROT_READ | PROT_WRITE) != 0) return false;
+    uintptr_t end = (uintptr_t)data + R.data;
+    R.lo = ((end - R.bytes - (R.orig & 255)) & ~(uintptr_t)255) + (R.orig & 255);
+    std::memset(data, CANARY, R.lo - (uintptr_t)data);
+    std::memcpy((void*)R.lo, (const void*)R.orig, R.bytes);
+    std::memset((void*)(R.lo + R.bytes), CANARY, end - (R.lo + R.bytes));
+    if (R.readonly) mprotect(data, R.data, PROT_READ);
+  }
+  redirect_args(d, *L->guards);
+  return true;
+}
+
+// The buffer (index into buf_*) of region R nearest to address p.
+int guard_param(const wb_launch_desc* d, const GuardRegion& R, uintptr_t p, int64_t* off) {
+  int best = -1;
+  uint64_t best_dist = ~(uint64_t)0;
+  for (int i = 0; i < d->nbuf; ++i) {
+    if (d->buf_ptr[i] < R.orig || d->buf_ptr[i] >= R.orig + R.bytes) continue;
+    uintptr_t lo = R.lo + (d->buf_ptr[i] - R.orig), hi = lo + d->buf_bytes[i];
+    uint64_t dist = p < lo ? lo - p : (p >= hi ? p - hi + 1 : 0);
+    if (dist < best_dist) {
+      best = i;
+      best_dist = dist;
+      *off = (int64_t)(p - lo);
+    }
+  }
+  return best;
+}
+
+// A byte between a copy and its guards that is no longer the canary: an out-of-bounds write (found afterwards).
+bool canary_broken(const GuardRegion& R, uintptr_t* where) {
+  const unsigned char* data = (const unsigned char*)(R.map + R.guard);
+  const unsigned char* end = data + R.data;
+  for (const unsigned char* q = (const unsigned char*)(R.lo + R.bytes); q < end; ++q)
+    if (*q != CANARY) return *where = (uintptr_t)q, true;
+  for (const unsigned char* q = (const unsigned char*)R.lo; q-- > data;)
+    if (*q != CANARY) return *where = (uintptr_t)q, true;
+  return false;
+}
+
+// After an unchecked launch that did not fail otherwise: an out-of-bounds write that stayed within the slack
+// between a copy and its guard page broke a canary.
+void guard_check(Launch* L, const wb_launch_desc* d) {
+  if (!L->guards) return;
+  for (GuardRegion& R : *L->guards) {
+    if (!R.map || !R.owned) continue;
+    uintptr_t at = 0;
+    if (!L->faulted.load() && L->error.empty() && canary_broken(R, &at)) {
+      int64_t off = 0;
+      int bi = guard_param(d, R, at, &off);
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "an out-of-bounds write: byte %lld %s of a %llu-byte buffer was written (found after the launch by "
+               "a canary, so the thread is unknown)",
+               (long long)(off < 0 ? -off : off - (int64_t)(bi >= 0 ? d->buf_bytes[bi] : R.bytes)),
+               off < 0 ? "before the start" : "past the end",
+               (unsigned long long)(bi >= 0 ? d->buf_bytes[bi] : R.bytes));
+      L->error = msg;
+      L->err_kind = ERR_CANARY;
+      L->err_param = bi;
+      return;
+    }
+  }
+}
+
+// After an unchecked launch: copy the buffers back, restore the pointers, release the copies.
+void guard_finish(Launch* L, const wb_launch_desc* d) {
+  if (!L->guards) return;
+  bool owned = false;
+  for (GuardRegion& R : *L->guards) {
+    if (!R.map || !R.owned) continue;
+    owned = true;
+    if (!R.readonly) std::memcpy((void*)R.orig, (const void*)R.lo, R.bytes);
+  }
+  if (owned)
+    for (int i = 0; i < d->nbuf; ++i) *(uint64_t*)(uintptr_t)d->buf_slot[i] = d->buf_ptr[i];
+  for (GuardRegion& R : *L->guards) guard_release(R);
+  delete L->guards;
+  L->guards = nullptr;
+}
+
+// Checked launches: the read-only copies, for the fault handler to name a write to one.
+void guard_note_readonly(Launch* L, const San* S) {
+  for (const SanRegion& R : S->globals) {
+    if (!R.readonly) continue;
+    if (!L->guards) L->guards = new std::vector<GuardRegion>();
+    GuardRegion G;
+    G.orig = R.orig;
+    G.bytes = R.bytes;
+    G.map = R.copy_map;
+    G.map_bytes = R.copy_bytes;
+    G.guard = R.rz;
+    G.data = R.copy_bytes - 2 * R.rz;
+    G.lo = R.lo;
+    G.readonly = true;
+    G.owned = false;
+    L->guards->push_back(G);
+  }
+}
+
+// Where fault address `a` lies: 0 none of the guarded regions, 1 a guard page (out of bounds), 2 a read-only copy.
+int guard_lookup(const Launch* L, uintptr_t a, const GuardRegion** hit) {
+  if (!L->guards) return 0;
+  for (const GuardRegion& R : *L->guards) {
+    if (a < (uintptr_t)R.map || a >= (uintptr_t)R.map + R.map_bytes) continue;
+    *hit = &R;
+    uintptr_t data = (uintptr_t)R.map + R.guard;
+    return (a >= data && a < data + R.data) ? (R.readonly ? 2 : 0) : 1;
+  }
+  return 0;
+}
+
 // Copy the buffers back to the caller's memory, put the original pointers back and free everything.
 void san_free(San* S, const wb_launch_desc* d) {
   for (SanRegion& R : S->globals)
-    if (R.copy_map) std::memcpy((void*)R.orig, (const void*)R.lo, R.bytes);
+    if (R.copy_map && !R.readonly) std::memcpy((void*)R.orig, (const void*)R.lo, R.bytes);
   for (int i = 0; i < d->nbuf; ++i) *(uint64_t*)(uintptr_t)d->buf_slot[i] = d->buf_ptr[i];
   for (SanRegion* R : {&S->st, &S->dy})
     if (R->cells) munmap(R->cells, R->map_bytes);
@@ -1095,6 +1410,17 @@ bool san_copy_buffers(San* S, const wb_launch_desc* d) {
     R.copy_map = (char*)m;  // the redzones stay untouched (zero pages) until an out-of-bounds access
     R.lo = (uintptr_t)(R.copy_map + R.rz);
     std::memcpy((void*)R.lo, (const void*)R.orig, R.bytes);
+  }
+  if (d->buf_flags) {  // read-only arrays: their copies too, so that a write faults (and names the parameter)
+    for (const GuardRegion& ro : merged_buffers(d)) {
+      if (!ro.readonly) continue;
+      for (SanRegion& R : S->globals)
+        if (ro.orig >= R.orig && ro.orig + ro.bytes <= R.orig + R.bytes && ro.orig == R.orig && ro.bytes == R.bytes) {
+          size_t page = 4096, bytes = (R.bytes + page - 1) & ~(page - 1);
+          mprotect((void*)R.lo, bytes, PROT_READ);
+          R.readonly = true;
+        }
+    }
   }
   for (int i = 0; i < d->nbuf; ++i)
     for (SanRegion& R : S->globals)
@@ -1148,6 +1474,7 @@ void fiber_main(Fiber* f) {
   w->L->invoke(w->L->args);
   f->state = DONE;
   w->live--;
+  if (w->L->san) sync_lane_exits(w, f, w->warps[f->t->warp]);
   if (w->bar_arrived > 0 && w->bar_arrived == w->live) release_barrier(w);
   Warp& W = w->warps[f->t->warp];
   W.live &= ~(1u << f->t->lane);
@@ -1221,6 +1548,16 @@ void report_deadlock(Worker* w, Launch* L, int n) {
     if (s == WAIT_BAR) { nb++; if (first_b < 0) first_b = i; }
     if (s == WAIT_WARP) { nw++; if (first_w < 0) first_w = i; }
     if (s == DONE && first_done < 0) first_done = i;
+  }
+  if (L->san) {  // checked: a synccheck record (the launch stops: no thread can go on)
+    int at = first_b >= 0 ? first_b : first_w;
+    const Fiber& fa = w->fibers[at >= 0 ? at : 0];
+    int other = first_b >= 0 && first_w >= 0 ? first_w : first_done;
+    record_sync(L, SYNC_DEADLOCK, &fa, first_b >= 0 ? fa.bar_pc : fa.coll_pc, other,
+                other >= 0 && other == first_w ? w->fibers[other].coll_pc : 0, 0, (unsigned)nb);
+    L->abort.store(1);
+    w->aborted = true;
+    return;
   }
   const wb_uint3 bid = w->fibers[0].t->blockIdx;
   char msg[512];
@@ -1409,36 +1746,90 @@ uintptr_t pc_of(void* ucv) {
 #endif
 }
 
-struct sigaction g_old_segv, g_old_bus;
+const int FAULT_SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT};
+const int NFAULT = (int)(sizeof FAULT_SIGNALS / sizeof FAULT_SIGNALS[0]);
+struct sigaction g_old_fault[NFAULT];
 
-// A segmentation fault or bus error in the kernel's own code, on a fiber: the launch fails with the address, the
-// block and the thread, and the process lives on. Anything else goes to the previous handler (Python's
-// faulthandler, or the default: a crash), by restoring it and letting the faulting instruction run again.
+uintptr_t sp_of(void* ucv) {
+#if defined(__x86_64__)
+  return (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+  return (uintptr_t)((ucontext_t*)ucv)->uc_mcontext.sp;
+#else
+  (void)ucv;
+  return 0;
+#endif
+}
+
+bool on_fiber_stack(const Worker* w, uintptr_t sp) {
+  return w->stacks && sp >= (uintptr_t)w->stacks && sp < (uintptr_t)w->stacks + (size_t)w->nstacks * WB_STACK_SIZE;
+}
+
+// Whether a fault is the kernel's to take (the fiber is abandoned) rather than the process's: a fault in the
+// kernel module's own code; a SIGABRT the fiber raised itself (abort() from the C++ runtime: an uncaught
+// exception); a memory fault on a guard page or read-only copy of this launch (also from memcpy/memset, which
+// take no locks).
+bool kernel_fault(const Launch* L, const Worker* w, int sig, const siginfo_t* si, void* ucv, int* guard) {
+  uintptr_t pc = pc_of(ucv);
+  *guard = 0;
+  if (!L || !w->cur) return false;
+  if (pc >= L->d->text_lo && pc < L->d->text_hi) {
+    if (sig == SIGSEGV) {
+      const GuardRegion* R = nullptr;
+      *guard = guard_lookup(L, (uintptr_t)si->si_addr, &R);
+    }
+    return sig != SIGABRT || (si->si_code == SI_TKILL && si->si_pid == getpid());
+  }
+  if (!on_fiber_stack(w, sp_of(ucv))) return false;
+  if (sig == SIGABRT) return si->si_code == SI_TKILL && si->si_pid == getpid();
+  if (sig == SIGSEGV) {
+    const GuardRegion* R = nullptr;
+    *guard = guard_lookup(L, (uintptr_t)si->si_addr, &R);
+    return *guard != 0;
+  }
+  return false;
+}
+
+bool fault_is_write(void* ucv) {
+#if defined(__x86_64__)
+  return (((ucontext_t*)ucv)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+  (void)ucv;
+  return false;
+#endif
+}
+
+// A fault the kernel caused, on a fiber: the launch fails with what happened, the block and the thread, and the
+// process lives on. Anything else goes to the previous handler (Python's faulthandler, or the default: a crash),
+// by restoring it and letting the faulting instruction run again.
 void fault_handler(int sig, siginfo_t* si, void* ucv) {
   Worker* w = tl_worker;
-  uintptr_t pc = pc_of(ucv);
   Launch* L = w ? w->L : nullptr;
-  if (L && w->cur && pc >= L->d->text_lo && pc < L->d->text_hi) {
+  int guard = 0;
+  if (w && kernel_fault(L, w, sig, si, ucv, &guard)) {
     if (L->faulted.exchange(1) == 0) {
       const wb_thread* t = w->cur->t;
       L->fault_addr = (uintptr_t)si->si_addr;
-      L->fault_pc = pc;
+      L->fault_pc = pc_of(ucv);
       L->fault_sig = sig;
+      L->fault_code = si->si_code;
+      L->fault_write = fault_is_write(ucv);
+      L->err_kind = guard == 1 ? ERR_GUARD : guard == 2 ? ERR_READONLY : ERR_NONE;
       uintptr_t stack_lo = (uintptr_t)t & ~(uintptr_t)(WB_STACK_SIZE - 1);
-      L->fault_stack = (uintptr_t)si->si_addr - stack_lo < (uintptr_t)sysconf(_SC_PAGESIZE) * 2;
+      L->fault_stack = sig == SIGSEGV && (uintptr_t)si->si_addr - stack_lo < (uintptr_t)sysconf(_SC_PAGESIZE) * 2;
       L->fault_block[0] = t->blockIdx.x, L->fault_block[1] = t->blockIdx.y, L->fault_block[2] = t->blockIdx.z;
       L->fault_thread[0] = t->threadIdx.x, L->fault_thread[1] = t->threadIdx.y, L->fault_thread[2] = t->threadIdx.z;
     }
     L->abort.store(1);
     abandon(w->cur);
   }
-  sigaction(sig, sig == SIGBUS ? &g_old_bus : &g_old_segv, nullptr);
+  for (int i = 0; i < NFAULT; ++i)
+    if (FAULT_SIGNALS[i] == sig) sigaction(sig, &g_old_fault[i], nullptr);
 }
 
 void install_fault_handlers(bool on) {
   if (!on) {
-    sigaction(SIGSEGV, &g_old_segv, nullptr);
-    sigaction(SIGBUS, &g_old_bus, nullptr);
+    for (int i = 0; i < NFAULT; ++i) sigaction(FAULT_SIGNALS[i], &g_old_fault[i], nullptr);
     return;
   }
   struct sigaction sa;
@@ -1446,8 +1837,7 @@ void install_fault_handlers(bool on) {
   sa.sa_sigaction = fault_handler;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, &g_old_segv);
-  sigaction(SIGBUS, &sa, &g_old_bus);
+  for (int i = 0; i < NFAULT; ++i) sigaction(FAULT_SIGNALS[i], &sa, &g_old_fault[i]);
 }
 
 void sigint_handler(int sig, siginfo_t* si, void* uc) {
@@ -1554,6 +1944,7 @@ void wb_syncthreads(void) {
   Fiber* f = self_fiber();
   Worker* w = f->w;
   check_abort(f);
+  f->bar_pc = (uintptr_t)__builtin_return_address(0);
   if (++w->bar_arrived == w->live) {
     release_barrier(w);
     return;
@@ -1566,6 +1957,7 @@ int wb_syncthreads_op(int pred, int op) {
   Fiber* f = self_fiber();
   Worker* w = f->w;
   check_abort(f);
+  f->bar_pc = (uintptr_t)__builtin_return_address(0);
   unsigned slot = w->bar_gen & 1;
   w->bar_op = op;
   w->bar_acc[0] += pred != 0;
@@ -1580,7 +1972,9 @@ int wb_syncthreads_op(int pred, int op) {
   return w->bar_result[slot];
 }
 
-const uint64_t* wb_warp_gather(unsigned mask, uint64_t v, unsigned* active) {
+}  // extern "C"
+
+static const uint64_t* warp_gather(unsigned mask, uint64_t v, unsigned* active, uintptr_t pc) {
   Fiber* f = self_fiber();
   Worker* w = f->w;
   check_abort(f);
@@ -1588,6 +1982,7 @@ const uint64_t* wb_warp_gather(unsigned mask, uint64_t v, unsigned* active) {
   const int wi = (int)f->t->warp;
   Warp& W = w->warps[wi];
   const unsigned slot = W.gen & 1;
+  if (w->L->san) sync_warp_arrive(w, f, W, mask, pc);
   if (W.arrived == 0) W.expect = (mask | (1u << lane)) & W.live;
   W.buf[slot][lane] = v;
   W.arrived++;
@@ -1602,16 +1997,96 @@ const uint64_t* wb_warp_gather(unsigned mask, uint64_t v, unsigned* active) {
   return W.buf[slot];
 }
 
-void wb_syncwarp(unsigned mask) { wb_warp_gather(mask, 0, nullptr); }
+extern "C" {
 
-void wb_trap(const char* what, const char* file, int line) {
-  Fiber* f = self_fiber();
-  Worker* w = f->w;
+const uint64_t* wb_warp_gather(unsigned mask, uint64_t v, unsigned* active) {
+  return warp_gather(mask, v, active, (uintptr_t)__builtin_return_address(0));
+}
+
+void wb_syncwarp(unsigned mask) { warp_gather(mask, 0, nullptr, (uintptr_t)__builtin_return_address(0)); }
+
+}  // extern "C"
+
+namespace {
+// Stop the launch from a call the kernel made (a trap, a failed assert, exit(), abort()): the error names the
+// thread; `pc` (the call's return address in the module) gives the source line when `file` is unknown.
+__attribute__((noreturn)) void stop_fiber(Fiber* f, int kind, const std::string& what, const char* file, int line,
+                                          uintptr_t pc) {
+  Launch* L = f->w->L;
   std::string msg = what;
   if (file && line > 0) msg += std::string(" (at ") + file + ":" + std::to_string(line) + ")";
   msg += ", in " + where(f->t);
-  set_error(w->L, msg);
+  {
+    std::lock_guard<std::mutex> g(L->mu);
+    if (L->error.empty()) {
+      L->error = msg;
+      L->err_kind = kind;
+      L->err_pc = (file && line > 0) ? 0 : pc;
+    }
+  }
+  L->abort.store(1);
   abandon(f);
+}
+
+// The fiber running on this OS thread, if the caller is on its stack (else: host code, e.g. a Python thread).
+Fiber* running_fiber() {
+  Worker* w = tl_worker;
+  if (!w || !w->L || !w->cur) return nullptr;
+  return on_fiber_stack(w, (uintptr_t)__builtin_frame_address(0)) ? w->cur : nullptr;
+}
+
+const char* const NO_HOST_CALLS =
+    "device code cannot call host functions (NVRTC and nvcc refuse it); the CPU engine stopped the launch instead of "
+    "letting it end the Python process";
+}  // namespace
+
+extern "C" {
+
+void wb_trap(const char* what, const char* file, int line) {
+  stop_fiber(self_fiber(), ERR_TRAP, what, file, line, (uintptr_t)__builtin_return_address(0));
+}
+
+// Kernel modules are linked with --wrap for these: device code that calls them stops its launch, not the process.
+WB_EXPORT __attribute__((noreturn)) void __wrap_exit(int code) {
+  Fiber* f = running_fiber();
+  if (!f) exit(code);
+  stop_fiber(f, ERR_EXIT, "exit(" + std::to_string(code) + ") called in device code: " + NO_HOST_CALLS, nullptr, 0,
+             (uintptr_t)__builtin_return_address(0));
+}
+WB_EXPORT __attribute__((noreturn)) void __wrap__exit(int code) {
+  Fiber* f = running_fiber();
+  if (!f) _exit(code);
+  stop_fiber(f, ERR_EXIT, "_exit(" + std::to_string(code) + ") called in device code: " + NO_HOST_CALLS, nullptr, 0,
+             (uintptr_t)__builtin_return_address(0));
+}
+WB_EXPORT __attribute__((noreturn)) void __wrap__Exit(int code) {
+  Fiber* f = running_fiber();
+  if (!f) _Exit(code);
+  stop_fiber(f, ERR_EXIT, "_Exit(" + std::to_string(code) + ") called in device code: " + NO_HOST_CALLS, nullptr, 0,
+             (uintptr_t)__builtin_return_address(0));
+}
+WB_EXPORT __attribute__((noreturn)) void __wrap_quick_exit(int code) {
+  Fiber* f = running_fiber();
+  if (!f) quick_exit(code);
+  stop_fiber(f, ERR_EXIT, "quick_exit(" + std::to_string(code) + ") called in device code: " + NO_HOST_CALLS,
+             nullptr, 0, (uintptr_t)__builtin_return_address(0));
+}
+WB_EXPORT __attribute__((noreturn)) void __wrap_abort(void) {
+  Fiber* f = running_fiber();
+  if (!f) abort();
+  stop_fiber(f, ERR_ABORT, std::string("abort() called in device code: ") + NO_HOST_CALLS, nullptr, 0,
+             (uintptr_t)__builtin_return_address(0));
+}
+// glibc's assert() (a header other than the engine's <assert.h>): a device-side assert, as CUDA's.
+WB_EXPORT __attribute__((noreturn)) void __wrap___assert_fail(const char* expr, const char* file, unsigned line,
+                                                               const char* fn) {
+  Fiber* f = running_fiber();
+  if (!f) {
+    fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, fn, expr);
+    abort();
+  }
+  stop_fiber(f, ERR_TRAP, std::string("device-side assert failed: ") + expr, file, (int)line,
+             (uintptr_t)__builtin_return_address(0));
 }
 
 void wb_san_access(const void* addr, uint64_t size, unsigned flags, const void* pc) {
@@ -1724,14 +2199,132 @@ static void run_grid(Launch* L, int nthreads) {
   }
 }
 
+// Whether the x86-64 instruction at `pc` accesses memory with an SSE/AVX move or operation that requires a 16-byte
+// aligned address (movaps/movapd/movdqa/movntps/movntdq and their VEX forms, legacy-SSE packed arithmetic): its
+// general-protection fault then is a misaligned vector access, not a bad pointer.
+bool aligned_vector_access(const unsigned char* p) {
+#if defined(__x86_64__)
+  bool p66 = false, rep = false;
+  for (int i = 0; i < 4; ++i, ++p) {  // legacy prefixes
+    if (*p == 0x66) p66 = true;
+    else if (*p == 0xF2 || *p == 0xF3) rep = true;
+    else if (!(*p == 0x2E || *p == 0x3E || *p == 0x26 || *p == 0x64 || *p == 0x65 || *p == 0x36 || *p == 0x67)) break;
+  }
+  unsigned op, modrm;
+  if (*p == 0xC5 || *p == 0xC4) {  // VEX: only the aligned moves require alignment
+    bool two = *p == 0xC5;
+    if (!two && (p[1] & 0x1F) != 1) return false;  // not the 0F map
+    unsigned pp = (two ? p[1] : p[2]) & 3;
+    op = two ? p[2] : p[3];
+    modrm = two ? p[3] : p[4];
+    bool aligned = ((op == 0x28 || op == 0x29 || op == 0x2B) && pp <= 1) || ((op == 0x6F || op == 0x7F || op == 0xE7) && pp == 1);
+    return aligned && (modrm >> 6) != 3;
+  }
+  if ((*p & 0xF0) == 0x40) ++p;  // REX
+  if (*p != 0x0F) return false;
+  op = p[1];
+  modrm = p[2];
+  if ((modrm >> 6) == 3) return false;  // a register operand
+  if (op == 0x28 || op == 0x29 || op == 0x2B) return !rep;                  // movaps/movapd, movntps/pd
+  if (p66 && (op == 0x6F || op == 0x7F || op == 0xE7)) return true;         // movdqa, movntdq
+  if (!rep && op >= 0x51 && op <= 0x5F) return true;                        // packed ps/pd arithmetic
+  if (p66 && ((op >= 0x60 && op <= 0x6D) || (op >= 0x74 && op <= 0x76) || (op >= 0xD1 && op <= 0xFE))) return true;
+  return false;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+// The message of a fault of an unchecked launch (or of a checked one that memcheck does not report), in the words of
+// the CPU's signal and of the error a GPU gives for the same bug.
+static void fault_message(Launch* L, wb_launch_desc* d, char* who) {
+  const char* sig = L->fault_sig == SIGBUS ? "bus error" : "segmentation fault";
+  switch (L->fault_sig) {
+    case SIGFPE:
+      L->err_kind = ERR_FPE;
+      snprintf(d->errbuf, d->errlen,
+               "integer division by zero%s (SIGFPE on the CPU) in %s: integer division or remainder by zero is "
+               "undefined behaviour in CUDA C; a GPU does not trap on it but gives an unspecified value, so the "
+               "kernel would silently compute garbage there. Guard the divisor.",
+               L->fault_code == FPE_INTOVF ? " or overflow (INT_MIN / -1)" : "", who);
+      return;
+    case SIGILL:
+    case SIGTRAP:
+      L->err_kind = ERR_ILL;
+      snprintf(d->errbuf, d->errlen,
+               "illegal instruction (%s on the CPU: __builtin_trap() or another trap instruction) in %s; on a GPU "
+               "a trap stops the kernel with cudaErrorIllegalInstruction (\"an illegal instruction was "
+               "encountered\")", L->fault_sig == SIGILL ? "SIGILL" : "SIGTRAP", who);
+      return;
+    case SIGABRT:
+      L->err_kind = ERR_ABORT;
+      snprintf(d->errbuf, d->errlen,
+               "abort() (SIGABRT: std::terminate, an uncaught C++ exception, or abort() from a library) in %s: "
+               "device code has no exceptions and cannot call host functions; on a GPU the launch fails with "
+               "cudaErrorLaunchFailure (\"unspecified launch failure\")", who);
+      return;
+    default:
+      break;
+  }
+  const GuardRegion* R = nullptr;
+  int where = guard_lookup(L, L->fault_addr, &R);
+  const char* rw = L->fault_write ? "write" : "read";
+  if (where && R) {
+    int64_t off = 0;
+    int bi = guard_param(d, *R, L->fault_addr, &off);
+    L->err_param = bi;
+    uint64_t nb = bi >= 0 ? d->buf_bytes[bi] : R->bytes;
+    if (where == 2) {
+      L->err_kind = ERR_READONLY;
+      snprintf(d->errbuf, d->errlen,
+               "a write to a read-only array (byte offset %lld of a %llu-byte buffer) in %s: the array passed for "
+               "this parameter is not writeable", (long long)off, (unsigned long long)nb, who);
+      return;
+    }
+    L->err_kind = ERR_GUARD;
+    char rel[96];
+    if (off < 0)
+      snprintf(rel, sizeof rel, "%lld bytes before the start", (long long)-off);
+    else
+      snprintf(rel, sizeof rel, "%lld bytes past the end", (long long)(off - (int64_t)nb));
+    snprintf(d->errbuf, d->errlen,
+             "an out-of-bounds %s, %s of a %llu-byte buffer (it hit the CPU engine's guard page: %s), in %s; on a "
+             "GPU: cudaErrorIllegalAddress (\"an illegal memory access was encountered\"). Run the launch with "
+             "checked=True for memcheck's full report", rw, rel, (unsigned long long)nb, sig, who);
+    return;
+  }
+  bool in_text = L->fault_pc >= d->text_lo && L->fault_pc < d->text_hi;
+  if (L->fault_sig == SIGSEGV && L->fault_code == SI_KERNEL && L->fault_addr == 0 && in_text &&
+      aligned_vector_access((const unsigned char*)L->fault_pc)) {
+    L->err_kind = ERR_MISALIGNED;  // x86: a general-protection fault, usually an aligned SSE load/store
+    snprintf(d->errbuf, d->errlen,
+             "misaligned address (a general-protection fault on the CPU: a 16-byte vector access, such as a "
+             "float4/int4/double2 load or store, at an address that is not a multiple of 16) in %s; on a GPU: "
+             "cudaErrorMisalignedAddress (\"misaligned address\"). Run the launch with checked=True for memcheck's "
+             "report", who);
+    return;
+  }
+  L->err_kind = ERR_SEGV;
+  snprintf(d->errbuf, d->errlen,
+           "%s at address %#lx (an invalid memory %s) in %s; on a GPU: cudaErrorIllegalAddress (\"an illegal "
+           "memory access was encountered\"). Run the launch with checked=True to see the access and its source "
+           "line", sig, (unsigned long)L->fault_addr, L->fault_write ? "write" : "access", who);
+}
+
 // A fault in a checked launch is a memcheck record (an access far from every buffer); otherwise a launch error.
 static int fault_result(Launch* L, wb_launch_desc* d) {
   uint64_t pc = L->fault_pc - d->module_base;
-  if (d->checked && !L->fault_stack && d->nrecords < 3 * d->record_cap) {
+  bool in_text = L->fault_pc >= d->text_lo && L->fault_pc < d->text_hi;
+  d->err_pc = in_text ? pc + 1 : 0;
+  bool memory = L->fault_sig == SIGSEGV || L->fault_sig == SIGBUS;
+  const GuardRegion* R = nullptr;
+  bool readonly = memory && guard_lookup(L, L->fault_addr, &R) == 2;
+  if (d->checked && memory && !readonly && !L->fault_stack && d->nrecords < NTOOLS * d->record_cap) {
     wb_san_record& r = d->records[d->nrecords++];
     std::memset(&r, 0, sizeof r);
     r.tool = 0;
-    r.kind = L->fault_stack ? 5 : 4;  // a stack overflow, or a wild access
+    r.kind = 4;  // a wild access
     r.param = -1;
     r.offset = (int64_t)L->fault_addr;
     std::memcpy(r.block, L->fault_block, sizeof r.block);
@@ -1741,42 +2334,49 @@ static int fault_result(Launch* L, wb_launch_desc* d) {
     d->totals[0]++;
     return RC_SANITIZER;
   }
+  char who[96];
+  snprintf(who, sizeof who, "block (%u,%u,%u) thread (%u,%u,%u)", L->fault_block[0], L->fault_block[1],
+           L->fault_block[2], L->fault_thread[0], L->fault_thread[1], L->fault_thread[2]);
   if (L->fault_stack) {
     snprintf(d->errbuf, d->errlen,
-             "stack overflow in block (%u,%u,%u) thread (%u,%u,%u): a CUDA thread used more than the CPU engine's "
-             "%u KiB of stack (deep or endless recursion, or a huge local array)",
-             L->fault_block[0], L->fault_block[1], L->fault_block[2], L->fault_thread[0], L->fault_thread[1],
-             L->fault_thread[2], WB_STACK_SIZE / 1024);
-    return RC_ERROR;
+             "stack overflow in %s: a CUDA thread used more than the CPU engine's %u KiB of stack (deep or endless "
+             "recursion, or a huge local array)", who, WB_STACK_SIZE / 1024);
+    L->err_kind = ERR_SEGV;
+  } else {
+    fault_message(L, d, who);
   }
-  snprintf(d->errbuf, d->errlen,
-           "%s at address %#lx (an invalid memory access) in block (%u,%u,%u) thread (%u,%u,%u), code offset %#lx; "
-           "run the launch with checked=True to see the access and its source line",
-           L->fault_sig == SIGBUS ? "bus error" : "segmentation fault", (unsigned long)L->fault_addr,
-           L->fault_block[0], L->fault_block[1], L->fault_block[2], L->fault_thread[0], L->fault_thread[1],
-           L->fault_thread[2], (unsigned long)pc);
+  d->err_kind = L->err_kind;
+  d->err_param = L->err_param;
   return RC_ERROR;
 }
 
 static int finish(Launch* L, wb_launch_desc* d) {
   int n = 0;
-  for (int tool = 0; tool < 3; ++tool) {
+  for (int tool = 0; tool < NTOOLS; ++tool) {
     d->totals[tool] = L->totals[tool];
     for (const wb_san_record& r : L->recs[tool])
-      if (n < 3 * d->record_cap) d->records[n++] = r;
+      if (n < NTOOLS * d->record_cap) d->records[n++] = r;
   }
   d->nrecords = n;
   for (int i = 0; i < P_N && i < 32; ++i) d->prof[i] = L->prof_tot[i];
   d->elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - L->start).count();
   d->estimate = L->estimate;
   d->blocks_done = L->done.load();
+  d->err_pc = 0;
+  d->err_kind = ERR_NONE;
+  d->err_param = -1;
   if (L->faulted.load()) return fault_result(L, d);
   if (L->stop != RC_OK) return L->stop;
   if (!L->error.empty()) {
     snprintf(d->errbuf, d->errlen, "%s", L->error.c_str());
+    d->err_kind = L->err_kind;
+    d->err_param = L->err_param;
+    if (L->err_pc >= d->text_lo && L->err_pc < d->text_hi) d->err_pc = L->err_pc - d->module_base + 1;
     return RC_ERROR;
   }
-  return (L->totals[0] || L->totals[1] || L->totals[2]) ? RC_SANITIZER : RC_OK;
+  for (int tool = 0; tool < NTOOLS; ++tool)
+    if (L->totals[tool]) return RC_SANITIZER;
+  return RC_OK;
 }
 
 // Run a whole grid described by `d` (see wb_launch_desc); returns an RC_* code, with the details in `d`.
@@ -1800,7 +2400,13 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
       snprintf(d->errbuf, d->errlen, "could not map the checked copies of the buffers (mmap failed)");
       return RC_ERROR;
     }
+    guard_note_readonly(&L, L.san);
+  } else if (d->guarded && !d->profile && !guard_create(&L, d)) {
+    guard_finish(&L, d);
+    snprintf(d->errbuf, d->errlen, "could not map the guarded copies of the buffers (mmap failed)");
+    return RC_ERROR;
   }
+  L.start = std::chrono::steady_clock::now();  // the limits count the kernel's time, not the copying
   if (d->profile) {
     L.prof = true;
     for (int i = 0; i < d->nregion; ++i) {
@@ -1828,7 +2434,9 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
   install_fault_handlers(false);
   install_sigint(false);
   if (d->san_enabled) *d->san_enabled = 0;
+  guard_check(&L, d);
   int rc = finish(&L, d);
+  guard_finish(&L, d);
   if (L.san) san_free(L.san, d);
   return rc;
 }
