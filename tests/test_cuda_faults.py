@@ -147,6 +147,18 @@ def test_wild_write_hits_a_guard_page_instead_of_the_heap(faults):
     iota_still_works(faults)
 
 
+def test_wild_write_in_a_profile_launch_is_caught_too(faults):
+    import workbench as wb
+    from workbench.cuda import KernelLaunchError
+
+    out = np.zeros(64, np.float32)
+    with pytest.raises(KernelLaunchError, match=r"out-of-bounds write.*parameter 0 'out'"):
+        wb.profile(lambda: k(faults, "scatter_stride")((1,), (64,), (out, np.int32(1000))))
+    p = wb.profile(lambda: k(faults, "scatter_stride")((1,), (64,), (out, np.int32(1))))  # counted on the copies
+    assert p["global store requests"] == 2 and p["global store sectors"] == 8 and not p.get("uncounted accesses")
+    np.testing.assert_array_equal(out, 1)
+
+
 def test_small_overflow_is_caught_by_the_canary(faults):
     from workbench.cuda import KernelLaunchError
 

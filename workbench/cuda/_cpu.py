@@ -907,9 +907,8 @@ def _describe_launch(module: CpuModule, info: KernelInfo, g: tuple, b: tuple, sh
         d.san_enabled = ctypes.addressof(ctypes.c_int.in_dll(lib, "wb_san_enabled"))
     if module.profile:
         _describe_regions(d, bufs, extra, keep)
-    else:  # checked launches run on redzoned copies of the buffers, others on guarded copies
-        _describe_buffers(d, bufs, keep)
-        d.guarded = int(not module.checked)
+    _describe_buffers(d, bufs, keep)  # checked launches run on redzoned copies of the buffers, others on guarded ones
+    d.guarded = int(not module.checked)
     if module.checked:
         d.static_lo, d.static_bytes = module.static_window
         d.redzone = REDZONE

@@ -1352,6 +1352,21 @@ void guard_finish(Launch* L, const wb_launch_desc* d) {
   L->guards = nullptr;
 }
 
+// Profile launches on guarded copies: the buffers' regions move with them (offsets from the allocation start, and so
+// the sectors counted, stay the same).
+void guard_translate(Launch* L) {
+  if (!L->guards) return;
+  for (ProfRegion& r : L->regions) {
+    if (r.kind != 1) continue;
+    for (const GuardRegion& G : *L->guards)
+      if (r.lo >= G.orig && r.lo < G.orig + G.bytes) {
+        uintptr_t delta = G.lo - G.orig;
+        r.lo += delta, r.hi += delta, r.base += delta;
+        break;
+      }
+  }
+}
+
 // Checked launches: the read-only copies, for the fault handler to name a write to one.
 void guard_note_readonly(Launch* L, const San* S) {
   for (const SanRegion& R : S->globals) {
@@ -2401,7 +2416,7 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
       return RC_ERROR;
     }
     guard_note_readonly(&L, L.san);
-  } else if (d->guarded && !d->profile && !guard_create(&L, d)) {
+  } else if (d->guarded && !guard_create(&L, d)) {
     guard_finish(&L, d);
     snprintf(d->errbuf, d->errlen, "could not map the guarded copies of the buffers (mmap failed)");
     return RC_ERROR;
@@ -2424,6 +2439,7 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
       }
     }
     L.regions.swap(merged);
+    guard_translate(&L);
   }
   if (d->san_enabled) *d->san_enabled = (d->checked || d->profile) ? 1 : 0;
   install_sigint(true);
