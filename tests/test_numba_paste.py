@@ -23,6 +23,7 @@ if wb.mode() == "cpu":
     from numba import cuda
 
 TPB = 4  # threads per block of the shared-memory puzzles (a notebook global, as in GPU-Puzzles)
+HALO_TPB = TPB + 2
 
 
 def launch(factory, out, inputs, args=(), blocks=(1, 1), threads=(1, 1)) -> np.ndarray:
@@ -101,7 +102,7 @@ def shared_puzzle(cuda):
 
 def pooling_puzzle(cuda):
     def call(out, a, size) -> None:
-        tile = cuda.shared.array(TPB + 2, numba.float32)
+        tile = cuda.shared.array(HALO_TPB, numba.float32)  # a shape must be a constant: no TPB + 2 here
         t = cuda.threadIdx.x
         i = cuda.blockIdx.x * cuda.blockDim.x + t
         tile[t + 2] = a[i] if i < size else 0.0
@@ -290,6 +291,34 @@ def test_the_module_level_style_still_works():
     out = np.zeros(5, np.float32)
     cuda.jit(module_level)[2, 4](out, a)
     np.testing.assert_array_equal(out, a * 4)
+
+
+def test_a_negative_index_wraps_as_numba_compiles_it_for_a_gpu():
+    # Numba's CUDA compiler wraps a signed negative index like numpy: for ``a[i - 1]`` its sm_90 PTX is
+    # ``setp.lt.s32 %p, %tid, 1; selp.b64 %off, <extent>, 0, %p`` (the extent added when i - 1 < 0). An
+    # unchecked launch must give the GPU's answer; the sanitizer still reports it as a likely missing guard.
+    def shift(cuda):
+        def call(out, a) -> None:
+            i = cuda.threadIdx.x
+            out[i] = a[i - 1]
+        return call
+
+    a = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(launch(shift, np.zeros(4, np.float32), (a,), (), (1, 1), (4, 1)), np.roll(a, 1))
+
+
+def test_warp_intrinsics_say_the_simulator_lacks_them():
+    from workbench.cuda.errors import GpuOnlyError
+
+    def warp_sum(cuda):
+        def call(out, a) -> None:
+            v = a[cuda.threadIdx.x]
+            v += cuda.shfl_down_sync(0xFFFFFFFF, v, 1)
+            out[0] = v
+        return call
+
+    with pytest.raises(GpuOnlyError, match=r"cuda.shfl_down_sync: the Numba CUDA simulator has no warp-level"):
+        launch(warp_sum, np.zeros(1, np.float32), (np.ones(2, np.float32),), (), (1, 1), (2, 1))
 
 
 def test_outside_a_kernel_the_in_kernel_names_say_so():

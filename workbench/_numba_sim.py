@@ -277,6 +277,24 @@ def _patch_module(kmod: Any) -> None:
     __getattr__._wb_forward = True  # type: ignore[attr-defined]
     mod.__getattr__ = __getattr__  # type: ignore[attr-defined]
 
+    def gpu_only(self: Any, name: str) -> Any:
+        if name in WARP_INTRINSICS:
+            from workbench.cuda.errors import GpuOnlyError
+
+            raise GpuOnlyError(
+                f"cuda.{name}: the Numba CUDA simulator has no warp-level intrinsics (shuffles, votes, syncwarp, "
+                "masks), so this kernel runs on a GPU only. In cpu mode, reduce through cuda.shared.array with "
+                "cuda.syncthreads(), or write the kernel in CUDA C (the CPU engine runs warp shuffles)")
+        raise AttributeError(f"'FakeCUDAModule' object has no attribute {name!r}")
+
+    kmod.FakeCUDAModule.__getattr__ = gpu_only
+
+
+# numba.cuda's warp-level device functions, which Numba's CUDA compiler accepts and its simulator lacks
+WARP_INTRINSICS = frozenset({"shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync", "any_sync",
+                             "eq_sync", "ballot_sync", "match_any_sync", "match_all_sync", "activemask",
+                             "lanemask_lt", "syncwarp"})
+
 
 # ------------------------------------------------------------------------------------------ launch configuration
 REFERENCE_ARCH = "sm_90"  # the GPU whose limits a simulated launch must respect (H100/H200)
@@ -461,8 +479,13 @@ def _patch_launch(kmod: Any) -> None:
         from workbench import profile
         from workbench._sanitize import active
 
+        nested = self._device or kmod._get_kernel_context() is not None
+        if not nested:
+            from workbench import _numba_gate
+
+            _numba_gate.check(self, args)  # Numba's CUDA compiler must accept it first (WORKBENCH_FRONTEND=0: skip)
         counting = profile.active()  # wb.profile: count the launch (its memcheck stays on)
-        if self._device or kmod._get_kernel_context() is not None or not (active() or counting):
+        if nested or not (active() or counting):
             return call(self, *args)
         session = _ProfileSession(self) if counting else _Session(self)
         _SESSION = session
@@ -1226,8 +1249,8 @@ def _at(r: dict) -> str:
 
 def _fmt_oob(r: dict) -> str:
     neg = any(i < 0 for i in r["index"])
-    why = "a negative index (numpy would wrap it; a GPU reads before the array)" if neg else \
-        f"outside its shape {tuple(r['shape'])}"
+    why = ("a negative index (Numba wraps it to the array's end, on a GPU too: almost always a missing guard)"
+           if neg else f"outside its shape {tuple(r['shape'])}")
     return (f"invalid {r['space']} {r['kind']} at {_at(r)}: {_idx(r)} is {why} "
             f"(thread {r['thread']} of block {r['block']})")
 
