@@ -315,3 +315,98 @@ def test_browser_filters_and_its_chart_follows_the_dropdowns():
     box.kind.value = "concept"
     assert all("concept" in label for label, _ in box.choice.options)
     assert box.chosen().kind == "concept"
+
+
+# ------------------------------------------------------------------------------- the store against an untidy machine
+
+
+def _hold_lock(home):
+    con = sqlite3.connect(str(home / "progress.sqlite3"))
+    con.execute("BEGIN EXCLUSIVE")
+    return con
+
+
+def test_events_queued_under_a_lock_are_journalled_at_exit_and_merged_later(home, monkeypatch, capsys):
+    monkeypatch.setattr(S, "LOCK_TIMEOUT_S", 0.05)
+    d = napkin()
+    d.submit(d.model_answer())  # the file exists with one row
+    con = _hold_lock(home)
+    try:
+        with pytest.warns(RuntimeWarning, match="locked"):
+            d.submit(d.model_answer() * 2)
+            d.submit(d.model_answer() * 3)
+        assert S.pending() == 2
+        S.flush_at_exit()  # what atexit runs: the lock is still held, so the journal keeps them
+        assert S.pending() == 0 and S.journal_path().is_file()
+        assert "kept in" in capsys.readouterr().err
+    finally:
+        con.rollback()
+        con.close()
+    assert [e["passed"] for e in S.events()] == [1, 0, 0]  # the journal is read with the file
+    assert S.journal_path().is_file()
+    d.submit(d.model_answer())  # the next write merges the journal
+    assert not S.journal_path().exists()
+    assert [e["passed"] for e in S.events()] == [1, 0, 0, 1]
+
+
+def test_events_queued_under_a_lock_are_written_at_exit_once_it_is_free(home, monkeypatch):
+    monkeypatch.setattr(S, "LOCK_TIMEOUT_S", 0.05)
+    d = napkin()
+    d.submit(d.model_answer())
+    con = _hold_lock(home)
+    with pytest.warns(RuntimeWarning):
+        d.submit(d.model_answer() * 2)
+    con.rollback()
+    con.close()
+    S.flush_at_exit()
+    assert S.pending() == 0 and not S.journal_path().exists()
+    assert [e["passed"] for e in S.events()] == [1, 0]
+
+
+def test_a_read_only_home_is_named_as_read_only(home, monkeypatch):
+    ro = home / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    monkeypatch.setenv("WORKBENCH_HOME", str(ro))
+    try:
+        import os
+
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root): a read-only folder is still writable")
+        with pytest.warns(RuntimeWarning, match=f"progress folder {ro} is read-only"):
+            assert not napkin().submit(napkin().model_answer() * 2).passed
+    finally:
+        ro.chmod(0o700)
+
+
+def test_the_store_says_read_only_when_the_folder_cannot_be_written(home, monkeypatch):
+    monkeypatch.setattr(S.os, "access", lambda p, mode: False)  # what a read-only mount answers, even for root
+    with pytest.warns(RuntimeWarning, match="is read-only: the database progress.sqlite3 cannot be created"):
+        napkin().submit(1.0)
+    assert S.pending() == 1
+
+
+def test_a_home_that_is_a_file_is_named(home, monkeypatch):
+    f = home / "afile"
+    f.write_text("not a folder")
+    monkeypatch.setenv("WORKBENCH_HOME", str(f / "sub"))
+    with pytest.warns(RuntimeWarning, match=f"{f} is a file, not a folder"):
+        napkin().submit(1.0)
+    with pytest.raises(S.ProgressStoreError, match="is a file, not a folder"):
+        S._connect(S.path())
+
+
+@pytest.mark.parametrize("version,match", [("abc", "not a version number"), ("", "not a version number"),
+                                           ("0", "which no Kernel Workbench wrote")])
+def test_a_garbage_schema_version_is_a_clear_error_not_a_value_error(home, version, match):
+    d = napkin()
+    d.submit(d.model_answer())
+    con = sqlite3.connect(str(home / "progress.sqlite3"))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+    con.commit()
+    con.close()
+    with pytest.warns(RuntimeWarning, match=match):
+        res = d.submit(d.model_answer())  # the drill still grades; the event waits
+    assert res.passed and S.pending() == 1
+    with pytest.raises(S.ProgressStoreError, match=match):
+        S.events()

@@ -8,16 +8,23 @@ untouched.
 Nothing here ever deletes or rewrites a row. A file that is not a readable SQLite database (corrupt, or not a
 database at all) or one that stays locked by another process gets a clear message naming the file and what to
 do; the file is left as it is, and the events of this session wait in memory and are written with the next
-event that reaches a healthy file (``flush()`` retries by hand). A failing store never fails a drill:
+event that reaches a healthy file (``flush()`` retries by hand). Events still waiting when Python exits are
+written then (atexit), or, when the file is still locked or broken, appended to a side journal
+(``progress.journal.jsonl`` beside it) that the next write merges into the file: an attempt is never silently
+lost. A home folder that is read-only, or a file rather than a folder, and a schema version that is not a
+number (a damaged or foreign file) get clear messages naming the path. A failing store never fails a drill:
 ``record`` warns and goes on; ``events()`` raises :class:`ProgressStoreError`, since a summary of a file it
 cannot read would be wrong.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
+import json
 import os
 import sqlite3
+import sys
 import warnings
 from collections.abc import Callable
 from contextlib import closing
@@ -27,6 +34,7 @@ from typing import Any
 SCHEMA_VERSION = 1
 DEFAULT_HOME = "~/.local/share/kernel-workbench"
 FILE_NAME = "progress.sqlite3"
+JOURNAL_NAME = "progress.journal.jsonl"
 LOCK_TIMEOUT_S = 2.0
 EVENTS = ("attempt", "reveal", "give_up")
 
@@ -91,8 +99,29 @@ def _explain(p: Path, e: Exception) -> str:
     return f"progress database {p} cannot be used ({type(e).__name__}: {text})"
 
 
+def _usable_home(p: Path) -> None:
+    """Raise :class:`ProgressStoreError` naming the folder when the database's folder cannot hold it."""
+    folder = p.parent
+    for up in (folder, *folder.parents):
+        if up.exists():
+            break
+    if up.exists() and not up.is_dir():
+        raise ProgressStoreError(f"the progress folder {folder} cannot be made: {up} is a file, not a folder. Set "
+                                 "WORKBENCH_HOME to a folder (or move the file away).")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ProgressStoreError(f"the progress folder {folder} cannot be made ({e.strerror or e}). Set "
+                                 "WORKBENCH_HOME to a writable folder.") from e
+    if not p.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        raise ProgressStoreError(f"the progress folder {folder} is read-only: the database {p.name} cannot be "
+                                 "created there. Set WORKBENCH_HOME to a writable folder.")
+    if p.exists() and p.is_dir():
+        raise ProgressStoreError(f"progress database {p} is a folder, not a file: move it away.")
+
+
 def _connect(p: Path) -> sqlite3.Connection:
-    p.parent.mkdir(parents=True, exist_ok=True)
+    _usable_home(p)
     return sqlite3.connect(str(p), timeout=LOCK_TIMEOUT_S)
 
 
@@ -101,7 +130,15 @@ def _version(con: sqlite3.Connection) -> int | None:
     if not has_meta:
         return None
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else None
+    if not row:
+        return None
+    try:
+        return int(str(row[0]).strip())
+    except ValueError:
+        raise ProgressStoreError(
+            f"progress database {path()} has schema version {row[0]!r}, which is not a version number: it was not "
+            "written by the Kernel Workbench, or it is damaged. It was left as it is; move it aside to start a "
+            "fresh one, or set WORKBENCH_HOME to another folder.") from None
 
 
 def _ensure_schema(con: sqlite3.Connection, p: Path) -> None:
@@ -112,6 +149,9 @@ def _ensure_schema(con: sqlite3.Connection, p: Path) -> None:
             f"progress database {p} has schema version {version}, written by a newer Kernel Workbench; this one "
             f"reads up to version {SCHEMA_VERSION}. Upgrade the workbench, or set WORKBENCH_HOME to another folder. "
             "The file was not changed.")
+    if version is not None and version < 1:
+        raise ProgressStoreError(f"progress database {p} has schema version {version}, which no Kernel Workbench "
+                                 "wrote (versions start at 1): it is damaged. It was left as it is; move it aside.")
     if version == SCHEMA_VERSION:
         return
     con.isolation_level = None  # explicit transaction: DDL included, all or nothing
@@ -167,24 +207,75 @@ def record(drill: Any, event: str, *, passed: bool | None = None, seconds: float
     return flush(warn=True)
 
 
+def journal_path() -> Path:
+    """Return the side journal: events that could not reach the database when a process exited."""
+    return home() / JOURNAL_NAME
+
+
+def _take_journal() -> tuple[Path | None, list[dict[str, Any]]]:
+    """Move the journal aside (atomically: one process merges it) and return (its new path, its events)."""
+    j = journal_path()
+    if not j.is_file():
+        return None, []
+    taken = j.with_name(f"{j.name}.merging-{os.getpid()}")
+    try:
+        j.rename(taken)
+    except OSError:
+        return None, []
+    return taken, _read_journal(taken)
+
+
+def _give_back(taken: Path | None) -> None:
+    """Put a journal taken by :func:`_take_journal` back (appended to any newer one) after a failed merge."""
+    if taken is None or not taken.exists():
+        return
+    with open(journal_path(), "a", encoding="utf-8") as f:
+        f.write(taken.read_text(encoding="utf-8", errors="replace"))
+    taken.unlink()
+
+
 def flush(warn: bool = True) -> bool:
-    """Write the events waiting in memory; return True when none is left (warn with the reason otherwise)."""
-    if not _pending:
+    """Write the events waiting in memory (and any journal left by an earlier process); return True when none is
+    left (warn with the reason otherwise)."""
+    if not _pending and not journal_path().is_file():
         return True
     p = path()
+    taken = None
     try:
         with closing(_connect(p)) as con:
             _ensure_schema(con, p)
+            taken, journalled = _take_journal()
             with con:
                 con.executemany(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES "
-                                f"({', '.join(':' + c for c in COLUMNS)})", _pending)
+                                f"({', '.join(':' + c for c in COLUMNS)})", journalled + _pending)
         _pending.clear()
+        if taken is not None:
+            taken.unlink()
         return True
     except (sqlite3.Error, ProgressStoreError, OSError) as e:
+        _give_back(taken)
         if warn:
             warnings.warn(f"progress not saved yet: {_explain(p, e)} ({len(_pending)} event(s) waiting)",
                           RuntimeWarning, stacklevel=3)
         return False
+
+
+@atexit.register
+def flush_at_exit() -> None:
+    """Write what still waits when Python exits; what cannot reach the database goes to the side journal."""
+    if not _pending or flush(warn=False):
+        return
+    j = journal_path()
+    try:
+        with open(j, "a", encoding="utf-8") as f:
+            for row in _pending:
+                f.write(json.dumps(row) + "\n")
+        print(f"kernel-workbench: {len(_pending)} progress event(s) could not reach {path()}; kept in {j}, merged "
+              "by the next write", file=sys.stderr)
+        _pending.clear()
+    except OSError as e:
+        print(f"kernel-workbench: {len(_pending)} progress event(s) are lost: neither {path()} nor the journal {j} "
+              f"can be written ({e})", file=sys.stderr)
 
 
 def pending() -> int:
@@ -212,4 +303,23 @@ def events() -> list[dict[str, Any]]:
                     rows = [dict(r) for r in con.execute(f"SELECT {', '.join(COLUMNS)} FROM events ORDER BY id")]
         except (sqlite3.Error, OSError) as e:
             raise ProgressStoreError(_explain(p, e)) from e
-    return rows + [dict(r) for r in _pending]
+    return rows + _journal_rows() + [dict(r) for r in _pending]
+
+
+def _journal_rows() -> list[dict[str, Any]]:
+    """Return the events waiting in the side journal (not yet merged into the database)."""
+    j = journal_path()
+    return _read_journal(j) if j.is_file() else []
+
+
+def _read_journal(j: Path) -> list[dict[str, Any]]:
+    """Return the well-formed events of journal file ``j`` (one JSON object a line), each with every column."""
+    out = []
+    for line in j.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("event") in EVENTS:
+            out.append({c: row.get(c) for c in COLUMNS})
+    return out
