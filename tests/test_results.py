@@ -145,3 +145,19 @@ def test_fill_derived() -> None:
 def test_collect_versions_has_every_key() -> None:
     v = R.collect_versions()
     assert set(v) == set(R.VERSION_KEYS) and v["python"]
+
+
+def test_one_malformed_file_is_skipped_with_its_name_and_the_good_ones_load(tmp_path: Path) -> None:
+    doc = {"schema": R.SCHEMA, "provenance": {"gpu": "NVIDIA H200"}, "records": [make_record("ok")]}
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    (tmp_path / "huge.json").write_text('{"schema": ' + "9" * 5000 + "}")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    odd = dict(doc, records=[dict(make_record("odd"), time_ms=1e999, shape={"M": 10**400}), [1, 2], None])
+    (tmp_path / "odd.json").write_text(json.dumps(odd))
+    with pytest.warns(UserWarning) as ws:
+        got = R.load_recorded(results_dir=tmp_path)
+    assert [r["variant"] for r in got] == ["ok"]
+    msgs = " ".join(str(w.message) for w in ws)
+    assert "huge.json" in msgs and "deep.json" in msgs and "odd.json" in msgs
+    rows = {row["file"]: row["n_records"] for row in R.recorded_summary(tmp_path)}
+    assert rows.get("a.json") == 1 and not rows.get("odd.json") and "huge.json" not in rows

@@ -359,6 +359,10 @@ def load_results_file(path: str | Path) -> dict[str, Any]:
         raise RecordError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}), so not a results file") from None
     except OSError as e:
         raise RecordError(f"{path}: cannot be read ({e.strerror or e})") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise RecordError(f"{path}: not a results file: {e}") from None
+    except RecursionError:
+        raise RecordError(f"{path}: not a results file: JSON nested too deeply to read") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise RecordError(f"{path}: schema is {got!r}, expected {SCHEMA!r}")
@@ -384,15 +388,25 @@ def load_recorded(op: str | None = None, results_dir: str | Path = RESULTS_DIR) 
             warnings.warn(f"skipping results file: {e}", stacklevel=2)
             continue
         for i, rec in enumerate(doc["records"]):
-            try:
-                validate_record(rec)
-            except RecordError as e:
-                warnings.warn(f"{path.name}: skipping record {i}: {e}", stacklevel=2)
+            why = _invalid(rec)
+            if why:
+                warnings.warn(f"{path.name}: skipping record {i}: {why}", stacklevel=2)
                 continue
             if rec["emulated"] or (op is not None and rec["op"] != op):
                 continue
             out.append(rec)
     return out
+
+
+def _invalid(rec: Any) -> str | None:
+    """Return why ``rec`` is not a valid record (whatever odd value makes the validation itself fail), or None."""
+    try:
+        validate_record(rec)
+    except RecordError as e:
+        return str(e)
+    except (TypeError, ValueError, OverflowError, RecursionError, KeyError, AttributeError) as e:
+        return f"malformed ({type(e).__name__}: {e})"
+    return None
 
 
 def recorded_summary(results_dir: str | Path = RESULTS_DIR) -> list[dict[str, Any]]:
@@ -411,9 +425,7 @@ def recorded_summary(results_dir: str | Path = RESULTS_DIR) -> list[dict[str, An
             continue
         good = []
         for rec in doc["records"]:
-            try:
-                validate_record(rec)
-            except RecordError:
+            if _invalid(rec):
                 continue
             if not rec["emulated"]:
                 good.append(rec)
