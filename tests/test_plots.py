@@ -103,8 +103,8 @@ def test_roofline_traces_ceilings_records_and_predictions() -> None:
 def test_roofline_bf16_shows_measured_matmul_ceiling_and_unknown_gpu_note() -> None:
     fig = plots.roofline(device="H200", dtype="bfloat16")
     assert any(t.name.startswith("measured bfloat16 matmul 790") for t in fig.data)
-    unknown = plots.roofline(device="NVIDIA B200", points=[{"label": "x", "intensity": 3.0}])
-    assert "No datasheet entry for 'NVIDIA B200'" in _texts(unknown)
+    with pytest.raises(KeyError, match="No datasheet entry for 'NVIDIA B200'.*Known devices: .*H200"):
+        plots.roofline(device="NVIDIA B200", points=[{"label": "x", "intensity": 3.0}])
     with pytest.raises(ValueError, match="predictions"):
         plots.roofline(points=[{"label": "x", "intensity": 1.0, "predicted": False}])
 

@@ -588,12 +588,9 @@ def compare_variants(
 
 
 def _resolve_device(device: Any, records: Sequence[Mapping[str, Any]], notes: list[str]) -> Any:
-    """Return (spec or None, how it was chosen)."""
+    """Return (spec or None, how it was chosen); a device asked for by name must be known (KeyError listing them)."""
     if device is not None:
-        spec = hardware.lookup(device)
-        if spec is None:
-            notes.append(hardware.describe_unknown(str(device)))
-        return spec
+        return hardware.get_device(device)
     if records:
         name = records[0]["device"]["name"]
         spec = hardware.lookup(name)
