@@ -121,3 +121,40 @@ def test_backend_status_in_process():
     assert tuple(st) == BACKENDS
     for how, why in st.values():
         assert how in ("native", "emulated", "unavailable") and why
+
+
+@pytest.mark.parametrize("op", ["", "  "])
+def test_bench_empty_op_is_an_error_naming_the_ops(op, capsys):
+    from workbench.__main__ import main
+
+    with pytest.raises(SystemExit) as ei:
+        main(["bench", "--op", op])
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert "--op needs an op's name" in err and all(o in err for o in ("gemm", "softmax", "vecadd"))
+
+
+def test_bench_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
+    from workbench import __main__ as cli_mod
+
+    monkeypatch.setattr(cli_mod, "run_bench", lambda *a, **k: pytest.fail("the run started"))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    (tmp_path / "adir.json").mkdir()
+    for out, why in ((afile / "sub" / "x.json", "is a file, so the folder"), (tmp_path / "adir.json", "is a folder"),
+                     (tmp_path / "x.html", "name the JSON file")):
+        with pytest.raises(SystemExit):
+            cli_mod.main(["bench", "--op", "vecadd", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert f"--out {out}" in err and why in err and "before any work" in err
+    assert cli_mod.out_problem(tmp_path / "new" / "ok.json") is None
+
+
+def test_env_vars_are_validated_with_their_name(monkeypatch):
+    from workbench.cuda import _cpu
+
+    monkeypatch.setenv("WORKBENCH_CPU_THREADS", "abc")
+    with pytest.raises(ValueError, match="WORKBENCH_CPU_THREADS.*'abc'"):
+        _cpu.n_threads()
+    monkeypatch.setenv("WORKBENCH_CPU_THREADS", "3")
+    assert _cpu.n_threads() == 3

@@ -186,6 +186,28 @@ def html_report(records: list[dict], notes: list[str]) -> str:
             f"<pre>{html.escape(chr(10).join(notes))}</pre></body></html>")
 
 
+def out_problem(out: Path) -> str | None:
+    """Return why ``out`` (and the .html beside it) cannot be written, or None: checked before the run starts."""
+    import os
+
+    if out.suffix.lower() == ".html":
+        return "name the JSON file (its .html report is written beside it), not the .html"
+    for target in (out, out.with_suffix(".html")):
+        if target.is_dir():
+            return f"{target} is a folder, not a file"
+        if target.exists() and not os.access(target, os.W_OK):
+            return f"{target} exists and is not writable"
+    folder = out.parent
+    for up in (folder, *folder.parents):
+        if up.exists():
+            break
+    if not up.is_dir():
+        return f"{up} is a file, so the folder {folder} cannot be made"
+    if not os.access(up, os.W_OK | os.X_OK):
+        return f"the folder {up} is not writable"
+    return None
+
+
 def show_progress(home: Path | None = None) -> int:
     """Print the drill progress table and the weakest topics; 1 with the reason when the record is unreadable."""
     import os
@@ -239,11 +261,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "progress":
         return show_progress(args.home)
-    if args.op:
+    if args.op is not None:
+        if not args.op.strip():
+            p.error(f"--op needs an op's name: one of {workbench.ops()} (leave --op out to bench every op)")
         try:
             workbench.get_op(args.op)  # unknown op: one clear line before any work
         except KeyError as e:
             p.error(str(e.args[0]))
+    if args.out is not None:
+        why = out_problem(args.out)
+        if why:
+            p.error(f"--out {args.out}: {why} (checked before any work starts)")
     command = "python -m workbench " + " ".join(argv if argv is not None else sys.argv[1:])
     records, notes = run_bench(args.op, args.quick, args.out, command, args.include_emulated)
     failed = sum(n.startswith("FAIL") for n in notes)
