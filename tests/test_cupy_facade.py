@@ -451,3 +451,44 @@ def test_reduce_dims_false_keeps_the_shape():
     got = k(arr(np.zeros((2, 3, 4))))
     assert (host(got) == 1).all()
     assert "CIndexer<3, 1> _ind" in k.cached_code and "CArray<float, 3, 1, 1, 0> _raw_x" in k.cached_code
+
+
+# ------------------------------------------------------------------------------------- bounds of raw arguments
+read_far = cp.ElementwiseKernel("T x, raw T y", "T z", "z = x + y[i + 100000]", "read_far")
+
+
+@requires_cpu_mode
+@pytest.mark.parametrize("attempt", range(3))  # every time, not in some runs
+def test_a_raw_read_far_past_the_end_is_a_global_memcheck_error_every_time(attempt):
+    from workbench.cuda.errors import MemcheckError
+
+    x = arr(np.ones(17))
+    with pytest.raises(MemcheckError, match=r"__global__ access .* element 100000 of parameter 'y'") as ei:
+        read_far(x, x)
+    assert "__shared__" not in str(ei.value) and ei.value.tool == "memcheck"
+
+
+@requires_cpu_mode
+def test_a_raw_read_before_the_start_and_a_reduction_read_are_caught():
+    from workbench.cuda.errors import MemcheckError
+
+    before = cp.ElementwiseKernel("T x, raw T y", "T z", "z = x + y[i - 1]", "read_before")
+    with pytest.raises(MemcheckError, match="before its start"):
+        before(arr(np.ones(5)), arr(np.ones(5)))
+    ok = cp.ElementwiseKernel("T x, raw T y", "T z", "z = x + y[_ind.size() - i - 1]", "read_mirror")
+    assert host(ok(arr([1, 2, 3]), arr([10, 20, 30]))).tolist() == [31, 22, 13]
+
+
+@requires_cpu_mode
+def test_the_checker_names_a_raw_out_of_bounds_read_out_of_bounds():
+    import workbench as wb
+    from workbench.interop import to_raw  # noqa: F401  (the facade's torch bridge is what a variant uses)
+
+    def vecadd(x, y):
+        out = wb.empty_like(x)
+        z = read_far(cp.asarray(x.numpy()), cp.asarray(y.numpy()))
+        out.copy_(torch.from_numpy(cp.asnumpy(z)))
+        return out
+
+    rep = wb.check(vecadd, "vecadd", shapes=[{"N": 17}], seeds=(0,), probes=False)
+    assert rep.diagnosis == "out_of_bounds" and "__global__" in rep.failures[0].detail

@@ -1,8 +1,9 @@
 """Array plumbing of the CPU stand-in: broadcasting, dimension reduction and the by-value CArray/CIndexer structs.
 
 The structs have the layout of ``include/cupy/carray.cuh`` (all 8-byte fields):
-``CArray<T, ndim>`` = {T* data, size, shape[ndim], strides[ndim] (bytes)}, ``CIndexer<ndim>`` = {size, shape[ndim],
-index[ndim]}. They travel to the CPU engine as bytes, like any by-value struct argument of a RawKernel.
+``CArray<T, ndim>`` = {T* data, size, shape[ndim], strides[ndim] (bytes)} and, beyond cupy's, {long long* oob,
+id}: the launch's bounds report (:class:`BoundsReport`); ``CIndexer<ndim>`` = {size, shape[ndim], index[ndim]}. They
+travel to the CPU engine as bytes, like any by-value struct argument of a RawKernel.
 """
 
 from __future__ import annotations
@@ -67,9 +68,36 @@ def carray_ctype(c_type: str, a: np.ndarray, ndim: int | None = None) -> str:
     return f"CArray<{c_type}, {nd}, {int(a.flags.c_contiguous)}, {int(index_32_bits(a))}, 0>"
 
 
-def pack_carray(a: np.ndarray) -> bytes:
-    """Return ``a`` as the bytes of a by-value ``CArray`` (data pointer, size, shape, byte strides)."""
-    fields = [a.ctypes.data, a.size, *a.shape, *a.strides]
+class BoundsReport:
+    """The slot a launch's CArrays record their first out-of-bounds index in: {found, array id, index, thread}."""
+
+    def __init__(self, who: str, names: Sequence[str], arrays: Sequence[object]) -> None:
+        self.who, self.names, self.arrays = who, list(names), list(arrays)
+        self.slot = np.zeros(4, dtype=np.int64)
+
+    def raise_if_found(self) -> None:
+        """Raise :class:`workbench.cuda.errors.MemcheckError` (a __global__ access) when an index was out of bounds."""
+        if not self.slot[0]:
+            return
+        from workbench.cuda.errors import MemcheckError
+
+        _, ident, index, thread = (int(v) for v in self.slot)
+        name = self.names[ident] if 0 <= ident < len(self.names) else f"argument {ident}"
+        a = self.arrays[ident] if 0 <= ident < len(self.arrays) else None
+        size, item = (a.size, a.itemsize) if isinstance(a, np.ndarray) else (0, 0)
+        where = "before its start" if index < 0 else f"{index - size + 1} element(s) past its end"
+        msg = (f"{self.who}: Invalid __global__ access of size {item} by thread {thread}: element {index} of "
+               f"parameter {name!r} ({size} elements, {getattr(a, 'dtype', '?')}), {where} (offset {index * item:+d} "
+               f"bytes from its start). Bound a raw index by {name}.size() (or the loop's _ind.size()).")
+        rec = {"tool": "memcheck", "kind": "access", "space": "global", "param": name, "index": index,
+               "offset": index * item, "thread": thread, "message": msg}
+        raise MemcheckError(msg, [rec], 1)
+
+
+def pack_carray(a: np.ndarray, report: BoundsReport | None = None, ident: int = -1) -> bytes:
+    """Return ``a`` as the bytes of a by-value ``CArray`` (data pointer, size, shape, byte strides, bounds report)."""
+    slot = report.slot.ctypes.data if report is not None else 0
+    fields = [a.ctypes.data, a.size, *a.shape, *a.strides, slot, ident]
     return np.array(fields, dtype=np.int64).tobytes()
 
 

@@ -205,8 +205,11 @@ class ElementwiseKernel(GeneratedKernel):
         kernel = compile_generated(self._who, b, self.name, self.options)
         n = math.prod(shape)
         block = min(block_size, n)
-        packed = [_arrays.pack_carray(a) if isinstance(a, np.ndarray) else _arrays.pack_scalar(a) for a in args]
+        report = _arrays.BoundsReport(self._who, [p.name for p in params], args)
+        packed = [_arrays.pack_carray(a, report, k) if isinstance(a, np.ndarray) else _arrays.pack_scalar(a)
+                  for k, a in enumerate(args)]
         kernel(((n + block - 1) // block,), (block,), (*packed, _arrays.pack_indexer(shape)))
+        report.raise_if_found()
 
     # ------------------------------------------------------------------------------------------------ codegen
     def _generate(self, args: list, tmap: dict, ndim: int) -> CodeBuilder:

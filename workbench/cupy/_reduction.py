@@ -151,10 +151,12 @@ class ReductionKernel(GeneratedKernel):
         b = self._generate(ins, outs, tmap, len(in_shape), len(out_shape), block)
         self._cached_codes.setdefault(tuple(a.dtype for a in ins + outs if isinstance(a, np.ndarray)), b.code)
         kernel = compile_generated(self._who, b, self.name, self.options)
-        packed = [_arrays.pack_carray(a) if isinstance(a, np.ndarray) else _arrays.pack_scalar(a)
-                  for a in ins + outs]
+        report = _arrays.BoundsReport(self._who, [p.name for p in self.in_params + self.out_params], ins + outs)
+        packed = [_arrays.pack_carray(a, report, k) if isinstance(a, np.ndarray) else _arrays.pack_scalar(a)
+                  for k, a in enumerate(ins + outs)]
         kernel((blocks,), (block,), (*packed, _arrays.pack_indexer(in_shape), _arrays.pack_indexer(out_shape),
                                      np.int32(stride)))
+        report.raise_if_found()
 
     # ------------------------------------------------------------------------------------------------ codegen
     def _generate(self, ins: list, outs: list, tmap: dict, in_ndim: int, out_ndim: int, block: int) -> CodeBuilder:

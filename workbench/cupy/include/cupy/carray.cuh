@@ -6,6 +6,11 @@
 //                                                               strides[ndim] in BYTES
 //   CIndexer<ndim, index_32_bits>                              a C-order multi-index over a shape: set(i), get()
 //   CUPY_FOR(i, n)                                             a grid-stride loop over [0, n)
+//
+// Beyond cupy's layout each CArray carries a report slot (long long* oob; long long id) that the facade reads after
+// the launch: an element index outside the array (a raw argument read past its end, a multi-index outside its shape)
+// is recorded there (the first one: array id, index, thread) and answered with a scratch element instead of touching
+// memory that no buffer owns, so the facade reports it as memcheck would, every time, as a __global__ access.
 #pragma once
 #include <cstddef>
 #include <cstring>
@@ -48,6 +53,18 @@ __device__ inline int isfinite(float16 x) { return isfinite(float(x)); }
   for (ptrdiff_t i = static_cast<ptrdiff_t>(blockIdx.x) * blockDim.x + threadIdx.x;     \
        i < (n); i += static_cast<ptrdiff_t>(blockDim.x) * gridDim.x)
 
+// Record the first out-of-bounds index of array `id` in `oob` ({found, id, index, thread}); return a scratch element.
+template <typename T>
+__device__ T* wb_cupy_oob(long long* oob, long long id, long long index) {
+  static T scratch[4];
+  if (oob != nullptr && __atomic_exchange_n(&oob[0], 1LL, __ATOMIC_RELAXED) == 0) {
+    oob[1] = id;
+    oob[2] = index;
+    oob[3] = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  }
+  return &scratch[0];
+}
+
 template <typename T, int _ndim, bool _c_contiguous = false, bool _use_32bit_indexing = false, int _core_ndim = 0>
 class CArray {
  public:
@@ -59,6 +76,8 @@ class CArray {
   ptrdiff_t size_;
   ptrdiff_t shape_[_ndim];
   ptrdiff_t strides_[_ndim];  // bytes
+  long long* oob_;            // the facade's report slot (see the top of this file)
+  long long id_;
 
  public:
   CArray() = default;
@@ -80,11 +99,18 @@ class CArray {
  private:
   template <typename Int>
   __device__ T* at(const Int (&idx)[_ndim]) const {
-    ptrdiff_t off = 0;
+    ptrdiff_t off = 0, flat = 0;
+    bool inside = true;
+    for (int d = 0; d < _ndim; ++d) {
+      inside = inside && idx[d] >= 0 && static_cast<ptrdiff_t>(idx[d]) < shape_[d];
+      flat = flat * shape_[d] + static_cast<ptrdiff_t>(idx[d]);
+    }
+    if (!inside) return wb_cupy_oob<T>(oob_, id_, flat);
     for (int d = 0; d < _ndim; ++d) off += strides_[d] * static_cast<ptrdiff_t>(idx[d]);
     return reinterpret_cast<T*>(reinterpret_cast<char*>(data_) + off);
   }
   __device__ T* at(ptrdiff_t i) const {
+    if (i < 0 || i >= size_) return wb_cupy_oob<T>(oob_, id_, i);
     if (_c_contiguous) return data_ + i;
     ptrdiff_t off = 0;
     for (int d = _ndim - 1; d > 0; --d) {
@@ -106,6 +132,8 @@ class CArray<T, 0, _c_contiguous, _use_32bit_indexing, _core_ndim> {
  private:
   T* data_;
   ptrdiff_t size_;
+  long long* oob_;
+  long long id_;
 
  public:
   CArray() = default;
