@@ -183,12 +183,18 @@ def test_misaligned_float4_fails_checked_and_unchecked(faults):
     x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
     k(faults, "vec4_copy")((1,), (8,), (x, y, np.int32(4)))  # x + 4 is 16-byte aligned
     np.testing.assert_array_equal(y[:32], x[4:36])
-    with pytest.raises(KernelLaunchError, match=r"misaligned address.*thread \(0,0,0\).*fault_kernels\.cu:\d+"):
-        k(faults, "vec4_copy")((1,), (8,), (x, y, np.int32(1)))
-    with pytest.raises(MemcheckError) as ei:
-        k(faults, "vec4_copy", checked=True)((1,), (8,), (x, y, np.int32(1)))
-    r = ei.value.records[0]
-    assert r["kind"] == "misaligned access" and r["param"] == "x" and r["offset"] == 4 and r["size"] == 16
+    for name, size in (("vec4_copy", 16), ("vec2_copy", 8)):
+        with pytest.raises(KernelLaunchError) as ei:
+            k(faults, name)((1,), (8,), (x, y, np.int32(1)))
+        msg = str(ei.value)
+        assert f"misaligned address: a {size}-byte access" in msg and "thread (0,0,0)" in msg
+        assert f"fault_kernels.cu:{line_of(CU / 'fault_kernels.cu', f'float{size // 4} v = ')}" in msg
+        with pytest.raises(MemcheckError) as ei:
+            k(faults, name, checked=True)((1,), (8,), (x, y, np.int32(1)))
+        r = ei.value.records[0]
+        assert r["kind"] == "misaligned access" and r["param"] == "x" and r["offset"] == 4 and r["size"] == size
+    k(faults, "vec2_copy")((1,), (8,), (x, y, np.int32(2)))
+    np.testing.assert_array_equal(y[:16], x[2:18])
 
 
 def test_guarded_copies_keep_alignment_aliasing_and_results(faults):

@@ -41,6 +41,12 @@ extern "C" __global__ void vec4_copy(const float* x, float* y, int shift) {
   reinterpret_cast<float4*>(y)[threadIdx.x] = v;
 }
 
+// float2 access through `x + shift` (misaligned for an odd shift): x86 does not fault on it, the engine still does.
+extern "C" __global__ void vec2_copy(const float* x, float* y, int shift) {
+  float2 v = reinterpret_cast<const float2*>(x + shift)[threadIdx.x];
+  reinterpret_cast<float2*>(y)[threadIdx.x] = v;
+}
+
 // Scale in place: writes its argument (which must therefore be writable).
 extern "C" __global__ void scale_inplace(float* x, float a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -8,6 +8,14 @@ between two 64 KiB TLS redzones, so that out-of-bounds static shared-memory acce
 checked launch runs on copies of its buffers with a redzone on each side (copied back afterwards), for the
 same reason.
 
+Faults: plain builds are compiled with -fsanitize=alignment (wb_cuda.h's handler stops the launch on a misaligned
+access) and line tables (-g1), and linked with --wrap for exit/_exit/_Exit/quick_exit/abort/__assert_fail (the
+runtime's versions stop the launch when device code calls them). Unchecked launches run on copies of the pointer
+arguments' buffers between PROT_NONE guard pages (the runtime's GuardRegion; copied back afterwards, and read-only
+where the array is not writeable); SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT of a kernel become the launch's
+error, which :func:`_launch_error` words with the source line and the parameter. A cached library that does not
+load or whose digest (``<so>.sha256``) differs is rebuilt once.
+
 Profile builds (``profile=True``, what :func:`workbench.profile.profile` launches) use the same instrumentation, but
 their hooks only append each access to the fiber's log; the runtime groups the logs into warp-level requests and
 counts sectors, shared-memory wavefronts, bank conflicts, atomics and barriers (see ``PROFILE_COUNTERS``). They are
@@ -52,6 +60,9 @@ RUNTIME_SRC = _HERE / "runtime" / "wb_runtime.cpp"
 # -g1: line tables only (no effect on the code), so that a fault of an unchecked launch names its source line.
 CXXFLAGS = ("-std=c++17", "-O2", "-g1", "-fPIC", "-fno-strict-aliasing", "-fno-math-errno", "-w",
             "-fvisibility=hidden")
+# Plain builds: misaligned typed accesses stop the launch (wb_cuda.h's handler), as a GPU's "misaligned address".
+# Its cost is within the noise: SGEMM 64^3 and 128^3 (benchmarks/engine_speed.py), best of 10, on 2 loaded cores.
+PLAIN_FLAGS = ("-fsanitize=alignment",)
 # Device code that calls exit()/abort() & co. reaches the runtime's __wrap_* versions, which stop the launch.
 _WRAPPED = ("exit", "_exit", "_Exit", "quick_exit", "abort", "__assert_fail")
 LDFLAGS = ("-shared", "-Wl,-Bsymbolic", *(f"-Wl,--wrap={f}" for f in _WRAPPED))
@@ -424,6 +435,7 @@ class CpuModule:
             tu = self._translation_unit()
             extra = " ".join(_sanitize_flags(cxx)) + f" rz={REDZONE}" if self.checked else ""
             extra += " ".join(_profile_flags(cxx)) if self.profile else ""
+            extra += " ".join(PLAIN_FLAGS) if not (self.checked or self.profile) else ""
             key = _hash(tu, " ".join(flags), " ".join(CXXFLAGS + LDFLAGS), extra, _headers_digest(), _cxx_id(cxx))
             runtime()  # kernel modules resolve wb_* symbols against the (RTLD_GLOBAL) runtime
             so = _cached_so(key)
@@ -535,7 +547,8 @@ class CpuModule:
             # only the __shared__ variables that kernel reaches.
             cmd = [cxx, *CXXFLAGS, "-ffunction-sections", "-fdata-sections", "-I", str(INCLUDE_DIR), *flags,
                    "-MD", "-MF", str(dep), *(_sanitize_flags(cxx) if self.checked else []),
-                   *(_profile_flags(cxx) if self.profile else []), "-c", str(cpp),
+                   *(_profile_flags(cxx) if self.profile else []),
+                   *(PLAIN_FLAGS if not (self.checked or self.profile) else []), "-c", str(cpp),
                    "-o", str(obj)]
             self._check_compile(_run_compiler(cmd, self.source.display_name), cpp)
             # checked: link between the redzones, without ThreadSanitizer's runtime (wb_sanitize.h has the hooks)

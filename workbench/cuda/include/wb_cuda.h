@@ -602,4 +602,28 @@ WB_NO_SAN const char* sig_of() {
 
 #if defined(WB_CHECKED) || defined(WB_PROFILE)
 #include "wb_sanitize.h"
+#elif !defined(WB_DISCOVER)
+// Plain builds are compiled with -fsanitize=alignment too (a test and a branch per typed access): a misaligned
+// access (a float4 load from `p + 1`, a float2 from an odd index) stops the launch as a GPU stops it.
+struct wb_align_data {  // the compiler's TypeMismatchData: {file, line, column}, the type, log2(alignment), kind
+  const char* file;
+  unsigned line, column;
+  const void* type;
+  unsigned char log_alignment, check_kind;
+};
+extern "C" __attribute__((visibility("hidden"), used, noinline, cold)) void __ubsan_handle_type_mismatch_v1(
+    wb_align_data* d, uintptr_t p) {
+  const uintptr_t align = (uintptr_t)1 << d->log_alignment;
+  if (!p || !(p & (align - 1))) return;
+  char msg[320];
+  snprintf(msg, sizeof msg,
+           "misaligned address: a %lu-byte access at %#lx, not a multiple of %lu; on a GPU: "
+           "cudaErrorMisalignedAddress (\"misaligned address\")", (unsigned long)align, (unsigned long)p,
+           (unsigned long)align);
+  wb_trap(msg, d->file, (int)d->line);
+}
+extern "C" __attribute__((visibility("hidden"), used, noinline, cold)) void __ubsan_handle_type_mismatch_v1_abort(
+    wb_align_data* d, uintptr_t p) {
+  __ubsan_handle_type_mismatch_v1(d, p);
+}
 #endif
