@@ -201,8 +201,9 @@ def test_mma_sync_kernel_logic_with_emulated_ptx():
     from workbench.interop import to_raw
 
     root = Path(__file__).resolve().parent.parent
-    gmod = cuda.RawModule(_emulated(root / "kernels" / "gemm" / "cu" / "hgemm_mma_sync.cu"))
-    amod = cuda.RawModule(_emulated(root / "kernels" / "attention" / "attn_flash_mma.cu"))
+    # frontend=False: the PTX emulation is CPU-only C++ (<stdint.h>); test_nvrtc compiles the real files
+    gmod = cuda.RawModule(_emulated(root / "kernels" / "gemm" / "cu" / "hgemm_mma_sync.cu"), frontend=False)
+    amod = cuda.RawModule(_emulated(root / "kernels" / "attention" / "attn_flash_mma.cu"), frontend=False)
     suffix = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
     def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

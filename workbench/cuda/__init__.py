@@ -30,13 +30,14 @@ Records of a checked launch's error (``err.records``, dicts):
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from workbench import _sanitize
 from workbench._mode import MODE
-from workbench.cuda import arch, errors
+from workbench.cuda import _frontend, arch, errors
 from workbench.cuda._cubin import build_cubin
 from workbench.cuda._limits import set_size_guard, set_time_limit, size_guard, time_limit
 from workbench.cuda._source import Source, has_inline_asm, load_source, rewrite_for_cpu
@@ -113,6 +114,8 @@ class Function:
         else:
             # compile now (the build the next launch uses); raises for unknown names
             module._cpu_module(module.checked or _sanitize.active()).kernel(name)
+            # ... and for names cupy would not find in the GPU build (a __global__ without extern "C")
+            _frontend.check_kernel_name(module._verdict, name, module.name_expressions, module.source.display_name)
 
     def __call__(self, grid: Dims, block: Dims, args: Sequence[Any], *, shared_mem: int = 0,
                  checked: bool | None = None, buffers: Sequence[Any] = (), **kwargs: Any) -> None:
@@ -172,16 +175,25 @@ class RawModule:
     instantiations to export (e.g. ``["gemm<float, 64>"]``), as in cupy. ``checked=True`` makes CPU-engine
     launches run memcheck, racecheck and initcheck (see the package docstring). Other keyword arguments go to
     ``cupy.RawModule`` (gpu mode).
+
+    cpu mode: before the CPU engine runs it, the source goes through the GPU compiler's front end, NVRTC for
+    sm_90 with cupy's options (:mod:`workbench.cuda._frontend`, concurrently with the C++ build, its verdict
+    cached on disk); what a GPU refuses raises :class:`FrontendError` with NVRTC's log. ``frontend=False`` (or
+    ``WORKBENCH_FRONTEND=0``) skips that gate, for CPU-only probes no GPU would compile.
     """
 
     def __init__(self, code: str | os.PathLike | None = None, *, options: Sequence[str] = (),
                  name_expressions: Sequence[str] | None = None, checked: bool = False, path: str | None = None,
-                 **cupy_kwargs: Any) -> None:
+                 frontend: bool | None = None, **cupy_kwargs: Any) -> None:
         if code is None and path is None:
             raise TypeError("RawModule needs code= (CUDA source text or a .cu path) or path= (cubin/ptx, gpu mode)")
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.checked = bool(checked)
+        self.frontend = _frontend.enabled(frontend)
+        self._verdict: _frontend.Verdict | None = None
+        self._gated = False
+        self._label = ""  # RawKernel names its kernel here, for the gate's messages
         self._cpu: dict[bool | str, Any] = {}
         if code is None:  # cupy's path= (a cubin/ptx file): GPU only
             if MODE != "gpu":
@@ -212,7 +224,46 @@ class RawModule:
         if key not in self._cpu:
             self._cpu[key] = _cpu.CpuModule(self.source, self.options, None, self.name_expressions, checked and not
                                             profile, profile=profile)
-        return self._cpu[key].compile()
+        if self._gated or not self.frontend:
+            _frontend.check(self._verdict, self.source, self._label)
+            return self._cpu[key].compile()
+        return self._gate_while(self._cpu[key].compile)
+
+    def _gate_while(self, build: Any) -> Any:
+        """Run the NVRTC gate in a thread while ``build()`` runs; raise FrontendError if NVRTC refuses the source.
+
+        NVRTC releases the GIL, and the C++ build is a child process, so the two overlap. When both fail, the
+        FrontendError (what the GPU says) quotes the CPU engine's message too; a CPU-engine error of a source that
+        NVRTC accepts is raised as it is.
+        """
+        box: dict[str, Any] = {}
+
+        def gate() -> None:
+            try:
+                text, opts = _gpu_source(self.source, self.options)
+                box["v"] = _frontend.verdict(text, self.source.path, self.source.display_name, opts,
+                                             self.name_expressions)
+            except BaseException as e:  # noqa: BLE001  (handed to the caller's thread)
+                box["e"] = e
+
+        t = threading.Thread(target=gate, name="workbench-nvrtc-gate", daemon=True)
+        t.start()
+        try:
+            out = build()
+        except CompileError as e:
+            t.join()
+            self._settle(box, e)
+            raise
+        t.join()
+        self._settle(box)
+        return out
+
+    def _settle(self, box: dict[str, Any], cpu_error: CompileError | None = None) -> None:
+        """Record the gate's verdict (or re-raise its unexpected error) and raise FrontendError on a refusal."""
+        if "e" in box:
+            raise box["e"]
+        self._verdict, self._gated = box.get("v"), True
+        _frontend.check(self._verdict, self.source, self._label, cpu_error)
 
     def compile(self) -> RawModule:
         """Compile now (otherwise the first get_function/launch does)."""
@@ -251,10 +302,11 @@ class RawKernel:
     UninitializedError with the kernel, block, thread, offset and source line.
     ``arch="sm_90a"`` (gpu mode) builds the kernel with nvcc for that exact target instead of NVRTC, for
     instructions that only architecture-specific targets have (wgmma, setmaxnreg); the name must be extern "C".
+    ``frontend=False``: skip the NVRTC gate of cpu mode (see :class:`RawModule`).
     """
 
     def __init__(self, code: str | os.PathLike, name: str, options: Sequence[str] = (), *, checked: bool = False,
-                 arch: str | None = None, **cupy_kwargs: Any) -> None:
+                 arch: str | None = None, frontend: bool | None = None, **cupy_kwargs: Any) -> None:
         self.name = name
         self.arch = arch
         self.options = tuple(options)
@@ -265,7 +317,9 @@ class RawKernel:
         self.code = self.source.text
         self._fn: Function | None = None
         if MODE == "cpu":
-            self._module = RawModule(self.source, options=options, name_expressions=exprs, checked=checked)
+            self._module = RawModule(self.source, options=options, name_expressions=exprs, checked=checked,
+                                     frontend=frontend)
+            self._module._label = f"kernel {name!r} of {self.source.display_name}"
         else:
             import cupy
 

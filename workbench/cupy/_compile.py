@@ -74,7 +74,9 @@ def compile_generated(who: str, b: CodeBuilder, name: str, options: tuple[str, .
     key = (b.code, name, tuple(options))
     k = _compiled.get(key)
     if k is None:
-        k = RawKernel(b.code, name, options=OPTIONS + tuple(options))
+        # frontend=False: the generated source includes the CPU engine's stand-in for cupy's <cupy/carray.cuh>
+        # (C++ library headers), which NVRTC cannot compile; on a GPU cupy generates its own source instead
+        k = RawKernel(b.code, name, options=OPTIONS + tuple(options), frontend=False)
         try:
             k.compile()
         except CompileError as e:
