@@ -17,6 +17,12 @@ Fixes and guards, all installed once by :func:`install` (``import workbench`` in
   arithmetic, comparisons, reductions and ``tl.dot`` on them return garbage silently (a bf16 ``tl.dot`` is off by
   ~1e10). Loads, stores, ``tl.where`` and casts move the bits unchanged and are right. Every operation that would
   compute on bf16 values raises :class:`workbench.UnsupportedHere` naming the kernel and the operation instead.
+- **Every launch is bounds-checked.** An unmasked (live) lane of a ``tl.load``/``tl.store``/atomic whose address
+  lies outside the storage of every tensor passed to the launch raises :class:`workbench.cuda.errors.MemcheckError`
+  naming the kernel, line, program and the argument it ran past, where the interpreter would read or write the
+  host's memory: a SIGSEGV of the Python process, or heap corruption. A kernel that loads or casts pointers
+  itself (an array of tensor addresses, as grouped GEMMs pass them) may address tensors it was not passed: once
+  it does, such addresses are only refused when they are not mapped in this process.
 - **memcheck.** While :func:`workbench._sanitize.sanitizing` is on (the checker turns it on around each kernel
   call), every ``tl.load``/``tl.store``/atomic checks its unmasked pointers against the tensors passed to the
   launch: an address outside all of them raises :class:`workbench.cuda.errors.MemcheckError` naming the kernel, the
@@ -103,6 +109,9 @@ class _Launch:
     buffers: list[_Buffer] | None = None
     counts: TritonCounts | None = None
     checked: bool = False  # sanitizing: memcheck and racecheck every access
+    foreign: bool = False  # the kernel made pointers from integers or loaded them: other tensors are reachable
+    guard_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))  # argument storages, sorted
+    guard_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     # racecheck: address -> [last writer program, written atomically, reader program (_MANY: several), line]
@@ -152,6 +161,10 @@ def install() -> None:
         _install_bf16_guard(ti)
         _install_memcheck(ti)
         _install_counters(ti)
+        _install_pointer_casts(ti)
+    from workbench import _triton_gate
+
+    _triton_gate.install(ti)
 
 
 # ---------------------------------------------------------------------------------------------------- patch scopes
@@ -247,9 +260,8 @@ def _install_launch_context(ti: Any) -> None:
             from workbench import _sanitize
 
             launch.checked = _sanitize.active()
-            if launch.checked or launch.counts is not None:
-                named = list(zip(self.arg_names, args_hst, strict=False)) + list(kwargs_hst.items())
-                _set_buffers(launch, named)
+            named = list(zip(self.arg_names, args_hst, strict=False)) + list(kwargs_hst.items())
+            _set_buffers(launch, named)  # every launch: the bounds guard needs them
         return args_hst, kwargs_hst
 
     __call__.__doc__ = "Run the launch with the workbench's launch context; re-raise its own errors unwrapped."
@@ -284,6 +296,10 @@ def _set_buffers(launch: _Launch, named: list[tuple[str, Any]]) -> None:
     launch.buffers = bufs
     launch.lo = np.array([b.lo for b in bufs], dtype=np.uint64)
     launch.hi = np.array([b.hi for b in bufs], dtype=np.uint64)
+    storages = sorted({(s.data_ptr(), s.data_ptr() + s.nbytes()) for _, arg in named for _, t in _tensors("", arg)
+                       if (s := t.untyped_storage()).nbytes() > 0})
+    launch.guard_lo = np.array([a for a, _ in storages], dtype=np.uint64)
+    launch.guard_hi = np.array([b for _, b in storages], dtype=np.uint64)
 
 
 # ---------------------------------------------------------------------------------------------------------- bf16
@@ -374,24 +390,97 @@ def _kernel_line(launch: _Launch | None) -> str:
 
 
 def _check_access(kind: str, ptrs: Any, mask: Any) -> None:
-    """Raise MemcheckError when a live lane of ``ptrs`` addresses memory outside every buffer of the launch."""
+    """Raise MemcheckError when a live lane of ``ptrs`` addresses memory outside every buffer of the launch.
+
+    Every launch is checked against its arguments' storages (see :func:`_guard`); a sanitized (checked) launch
+    against the spans of the tensors themselves, and racechecked.
+    """
     launch = _LAUNCH.get()
-    if launch is None or not launch.checked or launch.buffers is None:
+    if launch is None or launch.buffers is None:
         return
-    p = np.asarray(ptrs.data, dtype=np.uint64)
-    if mask is not None:
-        m = np.broadcast_to(np.asarray(mask.data, dtype=bool), p.shape)
-        live = p[m]
-    else:
-        live = p.reshape(-1)
+    live = _live(ptrs, mask)
     if live.size == 0:
         return
     ty = ptrs.get_element_ty()
     size = np.uint64(max(1, ty.primitive_bitwidth // 8))
+    if kind == "load" and _is_pointer(ty):
+        launch.foreign = True  # a loaded pointer may address any tensor
+    if not launch.checked:
+        _guard(launch, kind, live, size)
+        return
     inside = ((live[:, None] >= launch.lo[None, :]) & (live[:, None] + size <= launch.hi[None, :])).any(axis=1)
     if not inside.all():
         _raise_oob(launch, kind, live[~inside], int(size))
     _track(launch, kind, live)
+
+
+def _guard(launch: _Launch, kind: str, live: np.ndarray, size: np.uint64) -> None:
+    """Raise MemcheckError for live addresses outside every argument's storage (the host's memory, not a tensor)."""
+    lo, hi = launch.guard_lo, launch.guard_hi
+    if lo.size:
+        first, last = live.min(), live.max() + size
+        k = int(np.searchsorted(lo, first, side="right")) - 1
+        if k >= 0 and last <= hi[k]:
+            return  # the common case: the whole access inside one storage
+        idx = np.searchsorted(lo, live, side="right").astype(np.int64) - 1
+        inside = idx >= 0
+        inside[inside] &= live[inside] + size <= hi[idx[inside]]
+        bad, good = live[~inside], live[inside]
+    else:
+        bad, good = live, live[:0]
+    if bad.size == 0:
+        return
+    if launch.foreign and _mapped(bad, int(size), writable=kind != "load"):
+        return  # a pointer the kernel made or loaded: another tensor, as far as this process can tell
+    near = _blame(launch, int(good[0]))[0] if good.size else None  # the lanes in bounds say which tensor it is
+    _raise_oob(launch, kind, bad, int(size), near)
+
+
+def _is_pointer(ty: Any) -> bool:
+    import triton.language as tl
+
+    return isinstance(getattr(ty, "scalar", ty), tl.pointer_type)
+
+
+def _mapped(addrs: np.ndarray, size: int, writable: bool) -> bool:
+    """Return whether every address (and ``size`` bytes after it) lies in a mapping of this process (per /proc)."""
+    try:
+        with open("/proc/self/maps") as f:
+            rows = [line.split(maxsplit=2) for line in f]
+    except OSError:
+        return False
+    spans = []
+    for r in rows:
+        a, b = r[0].split("-")
+        if r[1].startswith("r") and (not writable or r[1][1] == "w"):
+            spans.append((int(a, 16), int(b, 16)))
+    spans.sort()
+    starts = np.array([a for a, _ in spans], dtype=np.uint64)
+    ends = np.array([b for _, b in spans], dtype=np.uint64)
+    idx = np.searchsorted(starts, addrs, side="right").astype(np.int64) - 1
+    return bool((idx >= 0).all() and (addrs + np.uint64(size) <= ends[idx]).all())
+
+
+def _install_pointer_casts(ti: Any) -> None:
+    """Note in the launch when the kernel turns integers into pointers (then other tensors are reachable)."""
+    builder = ti.InterpreterBuilder
+    bitcast, int_to_ptr = builder.create_bitcast, builder.create_int_to_ptr
+
+    def create_bitcast(self: Any, src: Any, dst_type: Any) -> Any:
+        _note_foreign(dst_type)
+        return bitcast(self, src, dst_type)
+
+    def create_int_to_ptr(self: Any, src: Any, dst_type: Any) -> Any:
+        _note_foreign(dst_type)
+        return int_to_ptr(self, src, dst_type)
+
+    builder.create_bitcast, builder.create_int_to_ptr = create_bitcast, create_int_to_ptr
+
+
+def _note_foreign(dst_type: Any) -> None:
+    launch = _LAUNCH.get()
+    if launch is not None and _is_pointer(dst_type):
+        launch.foreign = True
 
 
 def _program() -> tuple[int, int, int]:
@@ -466,13 +555,14 @@ def _blame(launch: _Launch, addr: int) -> tuple[_Buffer | None, int]:
     return b, (addr - b.lo) // b.itemsize
 
 
-def _raise_oob(launch: _Launch, kind: str, bad: np.ndarray, size: int) -> None:
+def _raise_oob(launch: _Launch, kind: str, bad: np.ndarray, size: int, near: _Buffer | None = None) -> None:
+    """Raise MemcheckError for the addresses ``bad``; ``near``: the tensor the access's other lanes hit, if any."""
     from workbench.cuda.errors import MemcheckError
 
     program = _program()
     records = []
     for addr in sorted({int(a) for a in bad})[:8]:
-        buf, off = _blame(launch, addr)
+        buf, off = _blame(launch, addr) if near is None else (near, (addr - near.lo) // near.itemsize)
         records.append({"kernel": launch.kernel, "program": program, "access": kind, "size": size,
                         "arg": buf.name if buf else None, "offset": off,
                         "numel": buf.numel if buf else None, "line": _kernel_line(launch).strip(" ()")})

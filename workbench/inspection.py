@@ -300,13 +300,30 @@ def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
         for attr, val in list(ns.items()):
             if isinstance(val, InterpretedFunction):
                 swapped.append((ns, attr, val))
-                ns[attr] = JITFunction(val.fn)
+                ns[attr] = _jit_of(val, JITFunction)
                 spaces.append(val.fn.__globals__)
     try:
         yield
     finally:
         for ns, attr, val in reversed(swapped):
             ns[attr] = val
+
+
+_STDLIB_JIT: dict[int, tuple[Any, Any]] = {}  # id(InterpretedFunction) -> (it, its JITFunction): triton's own
+
+
+def _jit_of(interpreted: Any, jit_function: type) -> Any:
+    """Return a JITFunction of an interpreted helper: made once for triton.language's, afresh for the user's.
+
+    Triton's helpers never change, and making a JITFunction reads its source (~5 ms): reusing them keeps a
+    compile in cpu mode cheap. A user's helper may be redefined (and its own helpers with it): made each time.
+    """
+    if not str(getattr(interpreted.fn, "__module__", "")).startswith("triton."):
+        return jit_function(interpreted.fn)
+    hit = _STDLIB_JIT.get(id(interpreted))
+    if hit is None or hit[0] is not interpreted:
+        hit = _STDLIB_JIT[id(interpreted)] = (interpreted, jit_function(interpreted.fn))
+    return hit[1]
 
 
 _INT = re.compile(r"^[iu](8|16|32|64)$")
@@ -371,16 +388,23 @@ def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str
     except Exception as e:
         raise CompileError(f"triton.compile of {fn.__name__} for {arch} failed: {e}", str(e)) from e
     ptx = k.asm["ptx"]
-    ptxas = find_cuda_tool("ptxas")
+    log = ptxas_log(ptx)
     cuobjdump = find_cuda_tool("cuobjdump")
+    with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
+        cub = Path(td) / "k.cubin"
+        cub.write_bytes(k.asm["cubin"])
+        r3 = run_tool([cuobjdump, "-sass", str(cub)], "cuobjdump")
+    return ptx, log, r3.stdout, k.asm.get("ttgir", ""), int(k.metadata.shared), k.metadata.name
+
+
+def ptxas_log(ptx: str) -> str:
+    """Return ``ptxas -v``'s resource report of ``ptx`` (for its own ``.target``): parse it with :func:`parse_ptxas`."""
+    ptxas = find_cuda_tool("ptxas")
     with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
         pf = Path(td) / "k.ptx"
         pf.write_text(ptx)
         r = run_tool([ptxas, f"-arch={_ptx_target(ptx)}", "-v", str(pf), "-o", str(Path(td) / "v.cubin")], "ptxas")
-        cub = Path(td) / "k.cubin"
-        cub.write_bytes(k.asm["cubin"])
-        r3 = run_tool([cuobjdump, "-sass", str(cub)], "cuobjdump")
-    return ptx, r.stdout + r.stderr, r3.stdout, k.asm.get("ttgir", ""), int(k.metadata.shared), k.metadata.name
+    return r.stdout + r.stderr
 
 
 def _maxntid(ptx: str, symbol: str) -> int | None:
