@@ -225,3 +225,20 @@ def test_unmasked_far_load_and_store_past_the_end_are_errors_not_crashes():
     with pytest.raises(MemcheckError, match=r"past_end_store .*x_ptr \+ 10 \(element offset; x_ptr holds 10"):
         past_end_store[(1,)](z, 10, BLOCK=16)
     past_end_store[(1,)](torch.zeros(16), 16, BLOCK=16)  # the process lives on, and an in-bounds launch runs
+
+
+@triton.jit
+def gather_rows(table_ptr, out_ptr, BLOCK: tl.constexpr):
+    # A table of tensor addresses, as the grouped-GEMM tutorial passes its groups: the rows are not arguments.
+    g = tl.program_id(0)
+    src = tl.load(table_ptr + g).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + g * BLOCK + offs, tl.load(src + offs))
+
+
+def test_pointers_loaded_from_a_table_reach_tensors_not_passed():
+    rows = [torch.full((8,), float(i)) for i in range(3)]
+    table = torch.tensor([r.data_ptr() for r in rows], dtype=torch.int64)
+    out = torch.zeros(24)
+    gather_rows[(3,)](table, out, BLOCK=8)
+    assert torch.equal(out, torch.cat(rows))
