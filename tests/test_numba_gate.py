@@ -234,3 +234,17 @@ def test_an_argument_the_gate_cannot_type_runs_with_a_warning(cold_cache):
     with pytest.warns(RuntimeWarning, match="kernel 'first': the front-end gate skipped it"):
         first[1, 1](out, [5.0])
     assert out[0] == 5.0
+
+
+def test_without_the_compiler_the_launch_runs_and_a_warning_says_why(cold_cache, monkeypatch):
+    def no_helper():
+        raise gate._GateUnavailable("could not start python: no such file")
+
+    monkeypatch.setattr(gate, "_helper", no_helper)
+    monkeypatch.setattr(gate, "_WARNED", set())
+    kernel, _ = refused_kernels()["calls_host"]
+    out, a = np.zeros(4, np.float32), np.arange(4, dtype=np.float32)
+    with pytest.warns(RuntimeWarning, match="front-end gate is unavailable.*could not start python"):
+        kernel[1, 4](out, a)
+    np.testing.assert_array_equal(out, a + 1)  # ran on the simulator, unchecked
+    assert not list(cold_cache.rglob("*.json"))  # and no verdict was made up

@@ -7,6 +7,15 @@ kernel that reads shared memory nobody wrote gets NaN or nonsense in its output 
 arrays start poisoned the same way. Each ``cuda.shared.array`` call site is its own array (the stock simulator
 keyed arrays by source line, so two calls on one line aliased each other).
 
+Also always: a kernel that reaches ``numba.cuda`` through a closure cell (GPU-Puzzles' ``cuda.jit(puzzle(cuda))``)
+or as ``numba.cuda`` sees the running launch's ``threadIdx``, ``shared``, ``syncthreads`` and the rest
+(:func:`_patch_module`); a launch a GPU's driver refuses (more threads per block than the sm_90 arch table allows,
+a block z over 64, a zero or float dimension, shared memory over the 48 KB a Numba launch gets) raises a
+``LaunchConfigError`` naming the kernel (:func:`check_launch`); ``cuda.shfl_*_sync`` and the other warp intrinsics,
+which the simulator lacks, raise ``GpuOnlyError``; and before its first launch per signature a kernel must pass
+Numba's real CUDA compiler (:mod:`workbench._numba_gate`, ``WORKBENCH_FRONTEND=0`` skips it). A negative index
+wraps, as Numba's sm_90 code does too (it adds the extent when the index is below zero).
+
 Under :func:`workbench._sanitize.sanitizing` (the checker turns it on around every kernel call) a launch runs
 checked, as compute-sanitizer would run it on a GPU:
 
