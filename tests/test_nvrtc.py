@@ -24,7 +24,7 @@ import torch
 import workbench as wb
 from tests._nvrtc import compile_like_cupy, load_nvrtc
 from tests.conftest import ROOT
-from workbench.cuda import _gpu_source, has_inline_asm, load_source
+from workbench.cuda import _frontend, _gpu_source, has_inline_asm, load_source
 from workbench.practice.starters import starter_text
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the NVRTC wheel test runs on Linux")
@@ -159,9 +159,13 @@ def test_every_cu_file_is_compiled_here():
 
 @pytest.mark.parametrize("b", SM90, ids=lambda b: b.id)
 def test_nvrtc_compiles_for_sm90_as_cupy_will(b):
-    r = _compile(b, "sm_90")
-    assert r.ok, f"NVRTC (cupy's options, sm_90) rejects {b.src} {b.options}:\n{r.log[-3000:]}"
-    missing = [n for n in b.names if not r.has_kernel(n)]
+    # through the CPU engine's front-end gate, whose verdict cache the cpu-mode builds of the same file then reuse
+    src = b.source()
+    text, opts = _gpu_source(src, b.options)
+    v = _frontend.verdict(text, src.path, src.path or "inline.cu", opts)
+    assert v is not None and v.arch == "sm_90"
+    assert v.ok, f"NVRTC (cupy's options, sm_90) rejects {b.src} {b.options}:\n{v.log[-3000:]}"
+    missing = [n for n in b.names if n not in v.entries]
     assert not missing, f"{b.src} {b.options}: the GPU path asks for {missing}, which the cubin does not export"
 
 
