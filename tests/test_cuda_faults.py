@@ -130,6 +130,19 @@ def test_host_calls_and_signals_stop_the_launch_not_the_process(host_calls, name
     np.testing.assert_array_equal(out, 7)
 
 
+def test_host_calls_in_a_checked_launch_too():
+    from workbench.cuda import KernelLaunchError, _cpu, _source
+
+    mod = _cpu.CpuModule(_source.Source(HOST_CALLS, None), (), None, (), True).compile()
+    out = np.zeros(8, np.int32)
+    for name, pattern in (("call_exit", r"exit\(3\) called in device code"), ("throws", "SIGABRT"),
+                          ("builtin_trap", "illegal instruction")):
+        with pytest.raises(KernelLaunchError, match=pattern):
+            _cpu.launch(mod, mod.kernel(name), (1,), (8,), (out,), 0, 0)
+    _cpu.launch(mod, mod.kernel("fine"), (1,), (8,), (out,), 0, 0)
+    np.testing.assert_array_equal(out, 7)
+
+
 # ------------------------------------------------------------------------------------------------ wild accesses
 def test_wild_write_hits_a_guard_page_instead_of_the_heap(faults):
     from workbench.cuda import KernelLaunchError
