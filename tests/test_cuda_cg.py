@@ -116,6 +116,16 @@ def test_tiled_partition(cg, n):
     np.testing.assert_array_equal(got, _tile_expect(n, 64, pred))
 
 
+def test_a_block_that_tiles_do_not_divide_stops_the_launch(cg):
+    from workbench.cuda import KernelLaunchError
+
+    out = np.zeros((48, 16), np.int32)
+    with pytest.raises(KernelLaunchError, match=r"group of 48 threads cannot be split into tiles of 32"):
+        cg.get_function("tile_probe<32>")((1,), (48,), (out, np.ones(48, np.int32)))
+    cg.get_function("tile_probe<16>")((1,), (48,), (out, np.ones(48, np.int32)))  # 48 = 3 x 16: fine
+    assert (out[:, 2] == 3).all()
+
+
 def test_thread_block_and_grid_groups(cg):
     grid, block = (2, 3), (4, 2, 2)
     nb, nt = 6, 16

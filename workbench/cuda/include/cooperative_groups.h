@@ -2,7 +2,7 @@
 // use, built on the engine's barrier and warp collectives (wb_cuda.h). Semantics as in the CUDA Programming
 // Guide's "Cooperative Groups" chapter:
 //   this_thread_block(): sync, thread_rank, size/num_threads, group_index, thread_index, dim_threads;
-//   tiled_partition<N>(parent), N a power of two up to 32: thread_rank, meta_group_rank/size, size/num_threads,
+//   tiled_partition<N>(parent), N a power of two up to 32 dividing the parent's size (else the launch stops): thread_rank, meta_group_rank/size, size/num_threads,
 //     sync, shfl/shfl_down/shfl_up/shfl_xor (ranks within the tile), any/all/ballot (bit i = tile rank i),
 //     match_any/match_all;
 //   tiled_partition(parent, n): a thread_group of n threads (sync, thread_rank, size, meta_group_rank/size);
@@ -38,6 +38,16 @@ __forceinline__ unsigned tile_ballot(unsigned n, int pred) {
 }
 // The tile's threads that exist, as bits 0..n-1.
 __forceinline__ unsigned tile_present(unsigned n) { return (warp_lanes() >> tile_base(n)) & tile_bits(n); }
+// CUDA's header: "the parent group size must be evenly divisible by the tilesz" (results undefined otherwise).
+inline void check_split(unsigned long long parent, unsigned tile) {
+  if (parent % tile == 0) return;
+  char msg[256];
+  snprintf(msg, sizeof msg,
+           "cooperative_groups::tiled_partition: a group of %llu threads cannot be split into tiles of %u (the "
+           "parent's size must be a multiple of the tile size; on a GPU the results are undefined)",
+           parent, tile);
+  wb_trap(msg, __FILE__, __LINE__);
+}
 }  // namespace wb_detail
 
 // A group whose kind is known at run time: a whole block, or a tile of it (tiled_partition(parent, n)).
@@ -141,6 +151,7 @@ class thread_block_tile : public thread_block_tile<N, void> {
 template <unsigned N, class ParentT>
 thread_block_tile<N, ParentT> tiled_partition(const ParentT& parent) {
   unsigned long long r = parent.thread_rank(), n = parent.num_threads();
+  wb_detail::check_split(n, N);
   return thread_block_tile<N, ParentT>((unsigned)(r / N), (unsigned)((n + N - 1) / N));
 }
 
@@ -149,6 +160,7 @@ inline thread_group tiled_partition(const thread_group& parent, unsigned tilesz)
   if (tilesz == 0 || tilesz > 32 || (tilesz & (tilesz - 1)) != 0)
     wb_trap("cooperative_groups::tiled_partition(parent, n): n must be a power of two from 1 to 32", __FILE__,
             __LINE__);
+  wb_detail::check_split(parent.num_threads(), tilesz);
   return thread_group(tilesz, parent.thread_rank(), parent.num_threads());
 }
 
