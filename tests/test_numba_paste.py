@@ -222,6 +222,21 @@ def test_shared_memory_puzzles_run_as_closures():
     np.testing.assert_allclose(out, np.cumsum(b))
 
 
+def test_two_shared_arrays_on_one_line_stay_apart():
+    def swap(cuda):
+        def call(out, a) -> None:
+            sa, sb = cuda.shared.array(TPB, numba.float32), cuda.shared.array(TPB, numba.float32)
+            t = cuda.threadIdx.x
+            sa[t], sb[t] = a[t], -a[t]
+            cuda.syncthreads()
+            out[t] = sa[t] + 10 * sb[TPB - 1 - t]
+        return call
+
+    a = np.arange(TPB, dtype=np.float32)
+    out = launch(swap, np.zeros(TPB, np.float32), (a,), (), (1, 1), (TPB, 1))
+    np.testing.assert_array_equal(out, a - 10 * a[::-1])
+
+
 def test_tiled_matmul_puzzle_runs_as_a_closure():
     a, b = _f32(5, 5, seed=5), _f32(5, 5, seed=6)
     out = launch(matmul_puzzle, np.zeros((5, 5), np.float32), (a, b), (5,), (2, 2), (TPB, TPB))
