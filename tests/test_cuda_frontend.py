@@ -172,3 +172,14 @@ def test_gate_arch_follows_an_arch_option():
     assert gate_arch(("-DX=1",)) == (("-DX=1",), "sm_90")
     assert gate_arch(("-arch=sm_80", "-DX=1")) == (("-DX=1",), "sm_80")
     assert gate_arch(("-arch", "compute_90")) == ((), "sm_90")
+
+
+def test_an_arch_specific_kernel_is_judged_for_its_target():
+    from workbench import cuda
+    from workbench.cuda._frontend import compile_like_cupy
+
+    code = K % 'asm volatile("setmaxnreg.dec.sync.aligned.u32 64;"); x[0] = 1;'
+    assert not compile_like_cupy(code, "k.cu", (), "sm_90").ok  # sm_90a only
+    with pytest.raises(cuda.FrontendError, match="setmaxnreg"):
+        cuda.RawKernel(code, "k").compile()
+    cuda.RawKernel(code, "k", arch="sm_90a").compile()  # on a GPU: nvcc for sm_90a, so the gate compiles for it too

@@ -194,6 +194,7 @@ class RawModule:
         self._verdict: _frontend.Verdict | None = None
         self._gated = False
         self._label = ""  # RawKernel names its kernel here, for the gate's messages
+        self._gate_options: tuple[str, ...] = ()  # RawKernel(arch=...): the gate compiles for that target
         self._cpu: dict[bool | str, Any] = {}
         if code is None:  # cupy's path= (a cubin/ptx file): GPU only
             if MODE != "gpu":
@@ -240,7 +241,7 @@ class RawModule:
 
         def gate() -> None:
             try:
-                text, opts = _gpu_source(self.source, self.options)
+                text, opts = _gpu_source(self.source, self.options + self._gate_options)
                 box["v"] = _frontend.verdict(text, self.source.path, self.source.display_name, opts,
                                              self.name_expressions)
             except BaseException as e:  # noqa: BLE001  (handed to the caller's thread)
@@ -320,6 +321,8 @@ class RawKernel:
             self._module = RawModule(self.source, options=options, name_expressions=exprs, checked=checked,
                                      frontend=frontend)
             self._module._label = f"kernel {name!r} of {self.source.display_name}"
+            if arch:  # on a GPU nvcc builds it for exactly this target (wgmma, setmaxnreg: sm_90a)
+                self._module._gate_options = (f"-arch={arch}",)
         else:
             import cupy
 
