@@ -60,6 +60,7 @@ USER_MODULE.WIDTH = 3
 USER_MODULE.host = host_helper
 WEIGHTS = np.array([0.5, 2.0, 4.0], np.float32)
 SHAPE = (2, 3)
+TABLE = np.arange(200_000, dtype=np.float32)  # 800 KB: baked into the PTX it would take Numba tens of seconds
 
 
 def refused_kernels():
@@ -173,6 +174,21 @@ def test_globals_a_gpu_compiles_pass_the_gate(cold_cache):
     uses_globals[1, 3](out, a)
     np.testing.assert_array_equal(out, WEIGHTS)
     assert '"ok": true' in next(cold_cache.rglob("*.json")).read_text()
+
+
+def test_a_big_constant_table_is_compiled_by_its_type_not_its_bytes(cold_cache):
+    @cuda.jit
+    def lookup(out, idx):
+        i = cuda.threadIdx.x
+        out[i] = TABLE[idx[i]]
+
+    out, idx = np.zeros(3, np.float32), np.array([5, 199_999, 0], np.int64)
+    t0 = time.perf_counter()
+    lookup[1, 3](out, idx)
+    np.testing.assert_array_equal(out, TABLE[idx])
+    assert time.perf_counter() - t0 < 15  # a stand-in of TABLE's type went to the compiler, not 800 KB
+    desc = gate.describe_value(TABLE)
+    assert desc[:4] == ("small", "<f4", 1, "C") and len(desc[4]) == 64
 
 
 def test_a_module_the_compiler_cannot_import_is_sent_as_its_attributes(cold_cache):

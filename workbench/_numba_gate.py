@@ -147,6 +147,13 @@ def describe_value(v: Any, stack: tuple = (), attrs: frozenset = frozenset()) ->
         return ("enum", t.__qualname__, issubclass(t, int), members, v.name)
     if t.__module__.split(".")[0] not in _PICKLED:
         return ("opaque", t.__module__, t.__qualname__)  # Numba types no such global: only its class matters
+    if t.__name__ == "ndarray" and getattr(v, "nbytes", 0) > 1 << 16 and v.dtype.names is None:
+        # A big constant table: Numba bakes a global array into the code, which takes minutes for megabytes. The
+        # compiler's verdict depends on its type (dtype, ndim, layout), so a one-element stand-in of that type goes;
+        # the key keeps a hash of the real contents.
+        digest = hashlib.sha256(memoryview(v.tobytes())).hexdigest()
+        layout = "C" if v.flags.c_contiguous else "F" if v.flags.f_contiguous else "A"
+        return ("small", v.dtype.str, v.ndim, layout, digest)
     try:
         data = pickle.dumps(v, protocol=4)
     except Exception:  # noqa: BLE001  (anything unpicklable is shipped as a stand-in of its class)
@@ -475,6 +482,12 @@ def _build_value(d: tuple) -> Any:
             return importlib.import_module(d[1])
         except Exception:  # noqa: BLE001
             return _stand_in("builtins", "module")
+    if kind == "small":
+        import numpy as np
+
+        if d[3] == "A":  # strided: a view that is neither C- nor F-contiguous
+            return np.zeros((4,) * d[2], np.dtype(d[1]))[(slice(None, None, 2),) * d[2]]
+        return np.zeros((2,) * d[2], np.dtype(d[1]), order=d[3])  # 2 per axis: F stays only F
     if kind == "namespace":
         ns = types.ModuleType(d[1])
         for k, v in d[2].items():
