@@ -184,3 +184,8 @@ def test_a_redefined_helper_is_compiled_again(tmp_path):
 
 def test_warmup_refuses_what_the_compile_refuses():
     _refused(lambda: dot_8x8.warmup(torch.randn(64), torch.zeros(64), grid=(1,)), "K >= 16")
+
+
+def test_a_launch_missing_an_argument_names_the_kernel():
+    with pytest.raises(TypeError, match=r"Triton kernel copy\(\) missing 1 required .*'BLOCK'"):
+        copy[(1,)](torch.zeros(4), torch.zeros(4), 4)

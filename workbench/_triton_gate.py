@@ -334,7 +334,9 @@ def check(ifn: Any, args: tuple, kwargs: dict, *, need_kernel: bool = False) -> 
     kw = _option_kwargs(kwargs)
     try:
         _, spec, opts = g.binder(*args, **kw)
-    except Exception as e:  # a launch a GPU binder refuses (missing argument, unsupported type)
+    except TypeError as e:  # a missing or unexpected argument: a TypeError on a GPU too, naming the kernel
+        raise TypeError(f"Triton kernel {str(e).replace('dynamic_func()', ifn.__name__ + '()')}") from None
+    except Exception as e:  # an argument type a GPU launch cannot specialise on
         raise _refusal(ifn, f"{type(e).__name__}: {e}") from None
     key = (_deps(ifn.fn), str(spec), str(opts))
     v = g.verdicts.get(key)
