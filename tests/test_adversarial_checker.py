@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import sys
 import threading
 import time
@@ -149,3 +150,143 @@ def test_a_drill_source_that_patches_the_checker_fails():
     res = d.submit(src)
     assert checker._compare is real
     assert not res.passed and "changed the checker" in res.feedback
+
+
+# ----------------------------------------------------------------------------------- probes: drawn shapes, repeats
+CHECK_SIZES = {s["N"] for s in wb.get_op("vecadd").check_shapes}
+
+
+def vecadd_memorised(x, y):
+    return x + y if x.numel() in CHECK_SIZES else torch.zeros_like(x)
+
+
+def test_a_function_right_only_at_the_public_shapes_fails_on_drawn_shapes():
+    rep = wb.check(vecadd_memorised, "vecadd")
+    assert all(c.ok for c in rep.cases) and not rep.ok  # every planned case passes; the probes do not
+    drawn = [c for c in rep.failures if c.probe == "drawn"]
+    assert drawn and all(c.shape["N"] not in CHECK_SIZES for c in drawn)
+    assert f"seed={rep.seed}" in rep.summary() and "[drawn]" in rep.summary()
+
+
+def test_the_seed_replays_the_drawn_shapes_and_differs_per_call():
+    a = wb.check(vecadd_memorised, "vecadd", seed=1234)
+    b = wb.check(vecadd_memorised, "vecadd", seed=1234)
+    assert a.seed == b.seed == 1234
+    drawn = [[c.shape for c in r.probes if c.probe == "drawn"] for r in (a, b)]
+    assert drawn[0] == drawn[1] and drawn[0]
+    seeds = {wb.check(vecadd_memorised, "vecadd", shapes=[{"N": 17}], seeds=(0,)).seed for _ in range(4)}
+    assert len(seeds) > 1
+    with pytest.raises(ValueError, match="seed"):
+        wb.check(vecadd_memorised, "vecadd", seed=-1)
+
+
+def test_drawn_shapes_stay_near_the_planned_sizes_and_cost():
+    shapes = [{"M": 17, "N": 33, "K": 9}, {"M": 64, "N": 64, "K": 64}]
+    rep = wb.check(lambda a, b: a @ b, "gemm", shapes=shapes, seeds=(0,), seed=7)
+    drawn = [c.shape for c in rep.probes if c.probe == "drawn"]
+    assert drawn and rep.ok
+    for s in drawn:
+        assert s not in shapes and s["M"] * s["N"] * s["K"] <= 2 * 17 * 33 * 9
+        assert all(1 <= s[k] <= 64 for k in "MNK")
+
+
+class Flaky:
+    """Wrong on about 8% of calls (a seeded coin), right otherwise."""
+
+    def __init__(self, seed: int) -> None:
+        self.g = torch.Generator().manual_seed(seed)
+
+    def __call__(self, x, y):
+        out = x + y
+        if float(torch.rand((), generator=self.g)) < 0.08:
+            out[0] += 1.0
+        return out
+
+
+def test_a_function_wrong_on_8_percent_of_calls_fails_every_time():
+    reps = [wb.check(Flaky(s), "vecadd", seed=s) for s in range(10)]
+    assert not any(r.ok for r in reps)
+    assert any(c.diagnosis == "nondeterministic" for r in reps for c in r.runs)
+    assert "nondeterministic" in DIAGNOSES and "``nondeterministic``" in checker.__doc__
+
+
+def test_a_correct_function_is_repeated_and_passes():
+    rep = wb.check(lambda x, y: x + y, "vecadd", shapes=[{"N": 17}], seeds=(0,))
+    (rpt,) = [c for c in rep.probes if c.probe == "repeat"]
+    assert rep.ok and rpt.ok and "repeats" in rpt.detail
+    assert not wb.check(lambda x, y: x + y, "vecadd", shapes=[{"N": 17}], seeds=(0,), probes=False).probes
+
+
+# ------------------------------------------------------------------------ flags, special values, index width
+
+
+def moe_topk_always_renormalises(router_logits, top_k, renormalize=True):
+    return wb.variant("moe_topk", "torch_topk").fn(router_logits, top_k, True)
+
+
+def test_every_flag_value_is_checked_moe_topk_renormalize_false():
+    rep = wb.check(moe_topk_always_renormalises, "moe_topk")
+    assert all(c.ok for c in rep.cases)  # the plan only uses the default
+    flag = [c for c in rep.failures if c.probe == "flag"]
+    assert flag and flag[0].shape["renormalize"] is False and not rep.ok
+
+
+def _flags(sig: str) -> list[str]:
+    return [a.split("=")[0].strip() for a in checker._signature_args(sig) if "=" in a]
+
+
+@pytest.mark.parametrize("op", wb.ops())
+def test_every_flag_in_every_signature_is_declared_and_exercised(op):
+    spec = wb.get_op(op)
+    names = _flags(spec.signature)
+    assert set(names) == set(spec.flags), f"{op}: signature flags {names}, declared {list(spec.flags)}"
+    for flag, values in spec.flags.items():
+        assert flag in spec.call_kwargs and len(values) >= 2
+        default = spec.signature.split(f"{flag}=")[1].split(",")[0].split(")")[0]
+        assert ast.literal_eval(default) == values[0], (op, flag, values[0], default)
+    if not spec.flags:
+        return
+    runs = [c.shape for c in wb.check(wb.variants(op)[0], dtypes=spec.dtypes[:1], seeds=(0,),
+                                      shapes=spec.check_shapes[:1]).runs]
+    for flag, values in spec.flags.items():
+        assert {checker._flag_value(spec, s, flag) for s in runs} >= set(values), (op, flag)
+
+
+def gemm_zeroes_nan(a, b):
+    return torch.nan_to_num(a @ b, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def gemm_through_fp16(a, b):
+    return (a.half() @ b.half()).float() if a.dtype == torch.float32 else a @ b
+
+
+def softmax_inf_as_one_hot(x):
+    out = torch.softmax(x.nan_to_num(posinf=1e30), dim=-1)
+    return out
+
+
+@pytest.mark.parametrize("fn,op", [(gemm_zeroes_nan, "gemm"), (gemm_through_fp16, "gemm"),
+                                   (softmax_inf_as_one_hot, "softmax")])
+def test_special_values_are_probed_where_the_op_defines_them(fn, op):
+    spec = wb.get_op(op)
+    shapes = [s for s in spec.check_shapes if all(v >= 3 for k, v in s.items() if k in spec.shape_keys)][:1]
+    rep = wb.check(fn, op, shapes=shapes, seeds=(0,), cases=["random"])
+    special = [c for c in rep.probes if c.probe == "special" and not c.ok]
+    assert special and not rep.ok, rep.summary()
+
+
+def vecadd_int16_index(x, y):
+    out = x + y
+    n = x.numel()
+    if n > 2**15:  # an int16 index wraps: the upper part is written over the lower
+        idx = torch.arange(n, dtype=torch.int64).to(torch.int16).to(torch.int64) % n
+        out = torch.zeros_like(out)
+        out[idx] = (x + y)[idx]
+    return out
+
+
+def test_an_index_that_overflows_16_bits_fails_the_wide_probe():
+    rep = wb.check(vecadd_int16_index, "vecadd", seeds=(0,))
+    assert all(c.ok for c in rep.cases)
+    (wide,) = [c for c in rep.failures if c.probe == "index width"]
+    assert wide.shape["N"] > 2**16 and not rep.ok

@@ -39,7 +39,11 @@ included); one that returns the wrong type, shape, dtype or device, or a ``torch
 comparisons could lie), ``bad_output``. A call that runs past the per-case time limit (60 s for a plain function,
 ``time_limit=``) is stopped: ``timeout``. The references and comparators are the checker's own, taken before the
 function runs: whatever the call replaces in this module (or in torch's comparison functions) is put back before
-its output is judged, and the run fails as ``tampered``.
+its output is judged, and the run fails as ``tampered``. A drill in a backend checks that the backend did the work
+(``outside_backend``: torch computing on the inputs, or an output no launch wrote). Beside the planned runs the
+check adds probes: shapes drawn per call (the report names the seed), each flag value and special-value case, one
+case past 2^16 elements, and repeats of one case, where a different verdict on the same inputs is
+``nondeterministic``.
 
 Speed: ``check(..., budgets={"sectors per store request": "<= 4"}, budget_shape={...})`` also holds a correct
 kernel to performance budgets on ``wb.profile``'s counters (see :mod:`workbench.budgets`), measured at one stated
@@ -131,13 +135,18 @@ DIAGNOSES = {
                "that never ends); raise the limit with check(..., time_limit=seconds) if the work really is that long",
     "tampered": "the function changed the checker itself (replaced a function or class of workbench.checker) while "
                 "it ran: the checker restored itself and does not take this run's verdict from the changed code",
+    "nondeterministic": "the same inputs gave a right answer once and a wrong one on another call: state kept "
+                        "between calls, a race that shows only sometimes, or a result that depends on the call count",
+    "outside_backend": "the drill's backend did not do the work: torch computed on the inputs during the call, or "
+                       "an output is not a buffer the backend's kernel launches wrote (a launch of a no-op kernel "
+                       "beside torch arithmetic does not count)",
     "error": "the kernel raised an exception",
     "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device (or a torch.Tensor "
                   "subclass, which could change how it compares: return a plain torch.Tensor)",
 }
 # Diagnoses of a whole run (not of a pattern of wrong elements), most telling first: a report shows the first found.
-RUN_DIAGNOSES = ("tampered", "out_of_bounds", "race", "uninitialized", "mutated_input", "timeout", "error",
-                 "bad_output")
+RUN_DIAGNOSES = ("tampered", "out_of_bounds", "race", "uninitialized", "mutated_input", "timeout",
+                 "nondeterministic", "outside_backend", "error", "bad_output")
 #: The per-case time limit of a plain (not registered) function, in seconds; ``WORKBENCH_CASE_TIME_LIMIT`` sets it.
 DEFAULT_TIME_LIMIT_S = 60.0
 _SANITIZER_DIAGNOSIS = {"memcheck": "out_of_bounds", "racecheck": "race", "initcheck": "uninitialized"}
@@ -161,11 +170,13 @@ class CaseResult:
     detail: str = ""
     torch_err: float | None = None  # max |torch - ref| at this dtype, for the low-precision rule
     wrong_outputs: list[str] = field(default_factory=list)  # the outputs with wrong elements (multi-output ops)
+    probe: str = ""  # a probe's kind ("drawn", "repeat", "flag", "special", "index width"); "" for a planned run
 
     def line(self) -> str:
         """Return one human-readable line for this case."""
         where = ", ".join(f"{k}={v}" for k, v in self.shape.items())
         tag = f"{self.dtype} seed={self.seed}" + (f" case={self.case}" if self.case != "random" else "")
+        tag += f" [{self.probe}]" if self.probe else ""
         if self.ok:
             return f"PASS  {where}  {tag}  max|err|={self.max_abs_err:.2e}"
         if self.diagnosis in RUN_DIAGNOSES:
@@ -186,11 +197,20 @@ class CheckReport:
     cases: list[CaseResult]
     skipped: list[str] = field(default_factory=list)
     budgets: BudgetReport | None = None  # the performance budgets, judged once every run is correct
+    # Runs beyond the planned ones, which no one can memorise: shapes drawn from ``seed``, repeats of one case,
+    # each flag value and special-value case the plan left out, one case past 2^16 elements (see check()).
+    probes: list[CaseResult] = field(default_factory=list)
+    seed: int | None = None  # the seed the drawn shapes came from: check(..., seed=seed) draws them again
+
+    @property
+    def runs(self) -> list[CaseResult]:
+        """Return every run: the planned cases, then the probes."""
+        return self.cases + self.probes
 
     @property
     def correct(self) -> bool:
         """True when every run matches the reference (whatever the budgets say)."""
-        return bool(self.cases) and all(c.ok for c in self.cases)
+        return bool(self.cases) and all(c.ok for c in self.runs)
 
     @property
     def ok(self) -> bool:
@@ -202,7 +222,8 @@ class CheckReport:
 
     @property
     def failures(self) -> list[CaseResult]:
-        return [c for c in self.cases if not c.ok]
+        """Return the failing planned cases, or (when every planned case passed) the failing probes."""
+        return [c for c in self.cases if not c.ok] or [c for c in self.probes if not c.ok]
 
     @property
     def diagnosis(self) -> str | None:
@@ -214,7 +235,10 @@ class CheckReport:
 
     @property
     def telling_failure(self) -> CaseResult | None:
-        """Return the failure the diagnosis comes from: the first by RUN_DIAGNOSES' order, else the largest one."""
+        """Return the failure the diagnosis comes from: the first by RUN_DIAGNOSES' order, else the largest one.
+
+        A failing planned case is preferred to a failing probe: the fixed shapes name the classic patterns best.
+        """
         fails = self.failures
         if not fails:
             return None
@@ -230,14 +254,16 @@ class CheckReport:
         if not self.cases:
             return f"{self.op}/{self.name}: nothing was checked ({'; '.join(self.skipped) or 'no runnable case'})"
         if self.ok:
-            head = f"PASS {self.op}/{self.name}: {n} runs match the float64 reference"
+            more = f" (and {len(self.probes)} probes)" if self.probes else ""
+            head = f"PASS {self.op}/{self.name}: {n} runs match the float64 reference{more}"
         elif self.correct:
             head = (f"SLOW {self.op}/{self.name}: all {n} runs match the float64 reference, but it misses "
                     f"{len(self.budgets.missed)} performance budget{'s' if len(self.budgets.missed) != 1 else ''}.\n"
                     f"  diagnosis: over_budget: {DIAGNOSES['over_budget']}")
         else:
             d = self.diagnosis
-            head = (f"FAIL {self.op}/{self.name}: {len(self.failures)} of {n} runs are wrong.\n"
+            bad = sum(not c.ok for c in self.runs)
+            head = (f"FAIL {self.op}/{self.name}: {bad} of {len(self.runs)} runs are wrong.\n"
                     f"  diagnosis: {d}: {DIAGNOSES.get(d, '')}")
         lines = [head]
         if self.budgets is not None:
@@ -246,9 +272,23 @@ class CheckReport:
         if not self.correct:
             first = self.telling_failure
             lines += ["  " + c.line() for c in ([first] + [c for c in self.failures if c is not first])[:6]]
+        if self.probes or self.seed is not None:
+            lines.append("  " + self.probe_line())
         if self.skipped:
             lines.append("  skipped: " + "; ".join(self.skipped[:4]) + (" ..." if len(self.skipped) > 4 else ""))
         return "\n".join(lines)
+
+    def probe_line(self) -> str:
+        """Return one line on the probes: the draw's seed (to replay it) and the shapes drawn, the other probes."""
+        drawn = [c for c in self.probes if c.probe == "drawn"]
+        kinds: dict[str, int] = {}
+        for c in self.probes:
+            if c.probe != "drawn":
+                kinds[c.probe] = kinds.get(c.probe, 0) + 1
+        shapes = "; ".join(sorted({", ".join(f"{k}={v}" for k, v in c.shape.items()) for c in drawn}))
+        other = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        return (f"probes: drawn shapes (seed={self.seed}; wb.check(..., seed={self.seed}) replays them): "
+                f"{shapes or 'none'}" + (f"; also {other}" if other else ""))
 
     def __str__(self) -> str:
         return self.summary()
@@ -467,7 +507,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           seeds: Sequence[int] = (0, 1), cases: Sequence[str] | None = None, quick: bool = False,
           raise_on_fail: bool = False, progress: bool | None = None, budgets: Mapping[str, str] | None = None,
           budget_shape: dict | None = None, budget_dtype: torch.dtype | str | None = None,
-          time_limit: float | None = None) -> CheckReport:
+          time_limit: float | None = None, seed: int | None = None, probes: bool = True) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
@@ -485,6 +525,13 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     ``WORKBENCH_CASE_TIME_LIMIT`` or 60 s by default, a registered variant no limit (see :func:`_time_limit` for
     what it cannot interrupt). Whatever the function raises (``SystemExit`` included; not ``KeyboardInterrupt``)
     is a failed run, and what it changes of the checker while it runs is put back and fails the run (``tampered``).
+
+    Beside the planned runs, ``probes`` (the report's ``probes``) no one can memorise: shapes drawn at random around
+    the op's edge sizes and tile multiples (``seed``: the draw's seed, fresh each call unless given; the report
+    names it, and ``check(..., seed=...)`` draws the same shapes again); repeats of the cheapest case (same inputs,
+    a different verdict is ``nondeterministic``); each value of the op's flags (``renormalize=False``,
+    ``causal=True``, ...) and each special-value case the plan left out; one case past 2^16 elements for the
+    cheap ops. ``probes=False`` runs the plan only.
     """
     if isinstance(fn, Variant):
         op = op or fn.op
@@ -515,19 +562,13 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     report = CheckReport(op=spec.name, name=name, cases=[])
     baseline = _torch_baseline(spec.name)
     plan = _plan_cases(fn, all_dtypes, shapes, cases, pick, seeds, report.skipped)
-    refused: set[tuple] = set()  # (dtype, shape) a variant found it cannot run while running (UnsupportedHere)
-    for shape, dt, seed, case in progress_track(plan, f"check {spec.name}/{name}", describe=_case_label,
-                                                progress=progress):
-        where = (dt, tuple(shape.items()))
-        if where in refused:
-            continue
-        try:
-            report.cases.append(_run_case(fn, spec, shape, dt, seed, case, baseline, limit))
-        except UnsupportedHere as e:  # found while running (a bf16 tl.dot in the interpreter, ...)
-            if not isinstance(fn, Variant):
-                raise
-            refused.add(where)
-            _note_skip(report.skipped, str(e))
+    run = _Runner(fn, spec, baseline, limit, report)
+    for shape, dt, seed_, case in progress_track(plan, f"check {spec.name}/{name}", describe=_case_label,
+                                                 progress=progress):
+        run.planned(shape, dt, seed_, case)
+    if probes and report.cases:
+        report.seed = _draw_seed(seed)
+        _run_probes(run, plan, cases, list(seeds)[0] if len(seeds) else 0)
     if limits and report.correct:
         shape = dict(budget_shape) if budget_shape is not None else _budgets.default_shape(spec.name)
         report.budgets = _budgets.measure(fn, spec.name, limits, shape,
@@ -535,6 +576,236 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     if raise_on_fail:
         report.raise_if_failed()
     return report
+
+
+class _Runner:
+    """Run one check's cases into its report: the planned ones, then the probes (same function and rules)."""
+
+    def __init__(self, fn: Callable, spec: Op, baseline: Variant | None, limit: float | None,
+                 report: CheckReport) -> None:
+        self.fn, self.spec, self.baseline, self.limit, self.report = fn, spec, baseline, limit, report
+        self.refused: set[tuple] = set()  # (dtype, shape) a variant found it cannot run while running
+        self.calls = 0
+        self.t0 = time.monotonic()
+
+    def one(self, shape: dict, dt: torch.dtype, seed: int, case: str) -> CaseResult | None:
+        """Run one case; None when the variant found it cannot run it here (noted in the report's skipped)."""
+        where = (dt, tuple(shape.items()))
+        if where in self.refused:
+            return None
+        try:
+            self.calls += 1
+            return _run_case(self.fn, self.spec, shape, dt, seed, case, self.baseline, self.limit)
+        except UnsupportedHere as e:  # found while running (a bf16 tl.dot in the interpreter, ...)
+            if not isinstance(self.fn, Variant):
+                raise
+            self.refused.add(where)
+            _note_skip(self.report.skipped, str(e))
+            return None
+
+    def planned(self, shape: dict, dt: torch.dtype, seed: int, case: str) -> None:
+        res = self.one(shape, dt, seed, case)
+        if res is not None:
+            self.report.cases.append(res)
+
+    def probe(self, kind: str, shape: dict, dt: torch.dtype, seed: int, case: str) -> CaseResult | None:
+        """Run one probe (unless the variant cannot take its shape here: noted in skipped) into the report."""
+        why = self.fn.why_not_here(dt, shape) if isinstance(self.fn, Variant) else None
+        if why:
+            _note_skip(self.report.skipped, f"{kind} probe: {why}")
+            return None
+        res = self.one(shape, dt, seed, case)
+        if res is not None:
+            res.probe = kind
+            self.report.probes.append(res)
+        return res
+
+
+#: Repeats of the cheapest case: a plain function is called until the check made this many calls (a function
+#: wrong on 8% of its calls then passes with probability 0.92^100 < 0.03%), within the time bound below.
+REPEAT_CALLS = 100
+#: The repeats stop once they took this share of the check's time so far (and at least REPEAT_MIN_S).
+REPEAT_SHARE, REPEAT_MIN_S = 0.1, 0.3
+
+
+def _draw_seed(seed: int | None) -> int:
+    if seed is None:
+        return int.from_bytes(os.urandom(4), "little") % 1_000_000
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"check: seed (the draw of the probe shapes) must be an int >= 0, got {seed!r}")
+    return seed
+
+
+def _run_probes(run: _Runner, plan: list[tuple[dict, torch.dtype, int, str]], cases: Sequence[str],
+                seed0: int) -> None:
+    """Run the probes of a check after its plan: drawn shapes, flag values, special values, index width, repeats."""
+    report, spec = run.report, run.spec
+    rng = np.random.default_rng(report.seed)
+    ran = [c for c in report.cases]
+    dts = list(dict.fromkeys(dt for _, dt, _, _ in plan))
+    dt0 = dts[0]
+    shapes = list({tuple(s.items()): s for s, _, _, _ in plan}.values())
+    for shape in _draw_shapes(run, shapes, dt0, rng, 1 if isinstance(run.fn, Variant) else 2):
+        run.probe("drawn", shape, dt0, int(rng.integers(2**31)), "random")
+    # A plain function's flags run at the median shape (at the cheapest a flag may not matter: renormalize with
+    # top_k = E); a registered variant's at the cheapest roomy one (emulation is slow, the suite runs every variant).
+    small = _cheapest(spec, shapes) if isinstance(run.fn, Variant) else _median(spec, shapes)
+    for flag, values in spec.flags.items():
+        have = {_flag_value(spec, c.shape, flag) for c in ran + report.probes}
+        for v in values:
+            if v not in have:
+                run.probe("flag", {**small, flag: v}, dt0, seed0, "random")
+    for case in spec.specials:
+        if case not in cases:
+            run.probe("special", _special_shape(spec, shapes, case), dt0, seed0, case)
+    if spec.wide_shape is not None:
+        _wide_probe(run, dt0, seed0)
+    _repeats(run)
+
+
+def _flag_value(spec: Op, shape: dict, flag: str) -> object:
+    """Return the value of ``flag`` a run with ``shape`` used: its own, else the first (the default) declared."""
+    return shape.get(flag, spec.flags[flag][0])
+
+
+def _cost(spec: Op, shape: dict) -> int:
+    n = 1
+    for k in spec.shape_keys:
+        n *= max(1, int(shape.get(k, 1)))
+    return n
+
+
+def _cheapest(spec: Op, shapes: Sequence[dict]) -> dict:
+    """Return the cheapest shape with at least 3 along every size (the cheapest at all when none has)."""
+    roomy = [s for s in shapes if all(int(s[k]) >= 3 for k in spec.shape_keys if k in s)]
+    return min(roomy or list(shapes), key=lambda s: _cost(spec, s))
+
+
+def _median(spec: Op, shapes: Sequence[dict]) -> dict:
+    """Return the shape of lower-median cost."""
+    ranked = sorted(shapes, key=lambda s: _cost(spec, s))
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def _special_shape(spec: Op, shapes: Sequence[dict], case: str) -> dict:
+    picks = spec.case_shapes.get(case)
+    fit = [s for s in shapes if picks is None or picks(s)]
+    return _cheapest(spec, fit or shapes)
+
+
+def _wide_probe(run: _Runner, dt: torch.dtype, seed: int) -> None:
+    fn, shape = run.fn, dict(run.spec.wide_shape or {})
+    n = _cost(run.spec, shape)
+    if isinstance(fn, Variant) and fn.backend == "numba" and not fn.native:
+        _note_skip(run.report.skipped, f"index width probe ({n} elements): left out under the Numba simulator "
+                                       "(one OS thread per CUDA thread); a GPU runs it")
+        return
+    run.probe("index width", shape, dt, seed, "random")
+
+
+def _candidates(v: int, lo: int, hi: int) -> list[int]:
+    """Return the sizes near ``v`` (+-1, +-2) and the tile multiples (8 to 128, +-1) between v/2 and 2v, in [lo, hi]."""
+    near = {v + d for d in (-2, -1, 1, 2)}
+    tiles = {t * m + d for t in (8, 16, 32, 64, 128) for m in (1, 2, 3) for d in (-1, 0, 1)}
+    return sorted(x for x in near | {x for x in tiles if v // 2 <= x <= 2 * v} | {1, 2, 3} if lo <= x <= hi)
+
+
+def _draw_shapes(run: _Runner, shapes: Sequence[dict], dt: torch.dtype, rng: np.random.Generator,
+                 n: int) -> list[dict]:
+    """Draw ``n`` shapes unlike the planned ones: a planned shape no costlier than their lower median, with some
+    sizes moved to a nearby size or tile multiple; as cheap (at most 2x the median), valid for the op and
+    runnable by the variant."""
+    spec = run.spec
+    keys = [k for k in spec.shape_keys if all(k in s for s in shapes)]
+    if not keys or not shapes:
+        return []
+    ranked = sorted(_cost(spec, s) for s in shapes)
+    # A registered variant's drawn shape is as cheap as the second-cheapest planned one (the suite runs them all)
+    bound = ranked[min(1, len(ranked) - 1)] if isinstance(run.fn, Variant) else _cost(spec, _median(spec, shapes))
+    bases = [s for s in shapes if _cost(spec, s) <= bound]
+    seen = {tuple(sorted(s.items())) for s in shapes}
+    picks: list[dict] = []
+    for _ in range(60 * n):
+        if len(picks) == n:
+            break
+        shape = dict(bases[int(rng.integers(len(bases)))])
+        for k in keys:
+            col = [int(s[k]) for s in shapes]
+            opts = _candidates(int(shape[k]), max(1, min(col)), max(col))
+            if opts and rng.random() < 0.6:
+                shape[k] = int(opts[int(rng.integers(len(opts)))])
+        key = tuple(sorted(shape.items()))
+        if key in seen or _cost(spec, shape) > max(2 * bound, 8) or not _valid(run, shape, dt):
+            continue
+        seen.add(key)
+        picks.append(shape)
+    return picks
+
+
+def _valid(run: _Runner, shape: dict, dt: torch.dtype) -> bool:
+    """Return True when the op can make inputs at ``shape`` and the variant runs it here."""
+    if isinstance(run.fn, Variant) and run.fn.why_not_here(dt, shape):
+        return False
+    try:
+        make_inputs(run.spec.name, dtype=dt, seed=0, **shape)
+    except OpError:
+        return False
+    return True
+
+
+def _repeats(run: _Runner) -> None:
+    """Repeat the cheapest passing planned case: a different verdict on the same inputs is ``nondeterministic``."""
+    base = [c for c in run.report.cases if c.ok and c.case == "random"]
+    if not base:
+        return
+    first = min(base, key=lambda c: (_cost(run.spec, c.shape), c.seed))
+    dt = as_dtype(first.dtype)
+    budget = max(REPEAT_MIN_S, REPEAT_SHARE * (time.monotonic() - run.t0))
+    want = 1 if isinstance(run.fn, Variant) else max(1, REPEAT_CALLS - run.calls)
+    t0 = time.monotonic()
+    for i in range(want):
+        if i and time.monotonic() - t0 > budget:
+            break
+        res = run.one(first.shape, dt, first.seed, first.case)
+        if res is None:
+            return
+        if not res.ok:
+            res.probe = "repeat"
+            was = res.line()
+            res.diagnosis, res.detail = "nondeterministic", (
+                f"call {run.calls} on the inputs that passed before ({first.dtype} seed={first.seed}) "
+                f"failed: {was.split('  ', 2)[-1]}")
+            run.report.probes.append(res)
+            return
+    run.report.probes.append(CaseResult(shape=dict(first.shape), dtype=first.dtype, seed=first.seed,
+                                        case=first.case, ok=True, n_elements=first.n_elements,
+                                        max_abs_err=first.max_abs_err, probe="repeat",
+                                        detail=f"{i + 1} repeats, every one right"))
+
+
+def judge_output(fn: Callable, op: str | Op, inputs: tuple, kw: dict, out: object, dt: torch.dtype,
+                 shape: dict) -> CaseResult:
+    """Judge one output ``out`` a call of ``fn`` returned on ``inputs`` (wb.bench's timed call) like a checked run.
+
+    The reference runs on the same inputs; the tolerance is the op's (with the fp16/bf16 rule against the torch
+    baseline). Returns a :class:`CaseResult` of case ``"bench"``: ``ok``, or the mismatches and their diagnosis.
+    """
+    spec = get_op(op)
+    res = CaseResult(shape=dict(shape), dtype=dtype_name(dt), seed=0, case="bench", ok=False)
+    ref = spec.reference(*inputs, **kw)
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    baseline = _torch_baseline(spec.name)
+    touts = None
+    if dt in (torch.float16, torch.bfloat16) and baseline is not None and fn is not baseline:
+        t = baseline.fn(*inputs, **kw)
+        touts = list(t) if isinstance(t, (tuple, list)) else [t]
+    outs = _outputs(res, spec, out, refs, inputs, dt)
+    if outs is None:
+        return res
+    if spec.canonical is not None:
+        outs = list(spec.canonical(outs, refs, *inputs, **kw))
+    _compare_outputs(res, spec, shape, dt, outs, refs, touts)
+    return res
 
 
 def _plan_cases(fn: Callable, all_dtypes: Sequence[torch.dtype], shapes: Sequence[dict], cases: Sequence[str],
@@ -610,6 +881,9 @@ def _failed_call(res: CaseResult, e: BaseException, limit: float | None = None) 
     """Fill ``res`` for a call that raised: a timeout, a sanitizer's finding, or the exception and where it was."""
     from workbench.cuda.errors import SanitizerError
 
+    if isinstance(e, BackendWorkError):
+        res.diagnosis, res.detail = "outside_backend", str(e)
+        return res
     if isinstance(e, CaseTimeout):
         res.diagnosis, res.detail = "timeout", (f"took longer than {limit or (e.args or (0,))[0]:g} s{_user_frame(e)} "
                                                  "and was stopped")
@@ -664,6 +938,10 @@ def _mutated(spec: Op, inputs: tuple, before: list[torch.Tensor | None]) -> str 
         return (f"input {name} was changed by the call: {changed.numel()}/{t.numel()} elements differ afterwards, "
                 f"first at {idx}; {name}{list(idx[0])} is now {_fmt(float(flat[k]))}")
     return None
+
+
+class BackendWorkError(RuntimeError):
+    """Raised by a drill's guard when the work of a call was not done by the drill's backend (``outside_backend``)."""
 
 
 class CaseTimeout(BaseException):

@@ -49,6 +49,30 @@ def elem_size(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
 
+def huge(dtype: torch.dtype) -> float:
+    """Return a magnitude near the top of ``dtype``'s range that a sum of two still fits (3e4 in fp16, else 1e30)."""
+    return 3.0e4 if dtype == torch.float16 else 1.0e30
+
+
+def put_specials(x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+    """Write NaN, +-Inf and huge values into the first elements of ``x`` (and ``y``) in place, where they fit.
+
+    x[0] = NaN, x[1] = +inf, y[2] = -inf, x[3] = +inf with y[3] = -inf (their sum is NaN), x[4] = y[4] = huge
+    (the sum still fits the dtype): elementwise ops must carry each through as IEEE arithmetic does.
+    """
+    fx = x.view(-1)
+    fy = y.view(-1) if y is not None else fx
+    big = huge(x.dtype)
+    for i, (vx, vy) in enumerate([(float("nan"), None), (float("inf"), None), (None, float("-inf")),
+                                  (float("inf"), float("-inf")), (big, big)]):
+        if i >= fx.numel():
+            break
+        if vx is not None:
+            fx[i] = vx
+        if vy is not None and (y is not None or vx is None):
+            fy[i] = vy
+
+
 def randn(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, device: torch.device,
           scale: float = 1.0) -> torch.Tensor:
     """Return N(0, scale^2) values made in float32 on the CPU from ``gen`` (reproducible anywhere), cast and moved."""

@@ -115,6 +115,14 @@ class Op:
     # the mistake (attention: the causal diagonal tile left unmasked): explain(outputs, ref_outputs, inputs, kw,
     # atol, rtol) -> a key of workbench.checker.DIAGNOSES, or None.
     explain: Callable[..., str | None] | None = None
+    # Each optional argument of the signature (a key of call_kwargs) and the values the check must cover:
+    # {"renormalize": (True, False)}; the first value is the signature's default.
+    flags: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    # The input cases holding NaN, +-Inf or huge values where the op defines the result; a case not in ``cases``
+    # (gemm's "special", softmax's "inf") runs once per check as a probe, on one small shape.
+    specials: tuple[str, ...] = ()
+    # One shape past 2^16 elements (index width) for an op cheap enough to emulate at it: run once per check.
+    wide_shape: dict | None = None
 
     def __post_init__(self) -> None:
         raw = self.bytes
@@ -524,8 +532,9 @@ def make_inputs(op: str, *, dtype: torch.dtype | str | None = None, seed: int = 
     dt = as_dtype(dtype) if dtype is not None else (torch.float32 if torch.float32 in spec.dtypes else spec.dtypes[0])
     if dt not in spec.dtypes:
         raise OpError(f"{op} supports dtypes {[dtype_name(d) for d in spec.dtypes]}, not {dtype_name(dt)}")
-    if case not in spec.cases:
-        raise OpError(f"{op} has input cases {list(spec.cases)}, not {case!r}")
+    if case not in spec.cases and case not in spec.specials:
+        known = list(dict.fromkeys((*spec.cases, *spec.specials)))
+        raise OpError(f"{op} has input cases {known}, not {case!r}")
     dev = torch.device(device) if device is not None else _device()
     ints = {k: int(v) for k, v in sizes.items()}  # numpy ints too
     try:

@@ -159,6 +159,8 @@ OP = register_op(Op(
     **contract(globals()),
     check_shapes=_CPU_SHAPES,
     call_kwargs=("causal", "scale"),
+    flags={"causal": (False, True), "scale": (None, 0.3)},
+    specials=("nan",),
     package="kernels.attention.variants",
     cases=("random", "nan"),
     case_shapes={"nan": lambda s: s["D"] == 16 and 1 < s["Sq"] * s["Sk"] <= 17 * 40},

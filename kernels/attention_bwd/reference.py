@@ -117,6 +117,7 @@ register_op(Op(
     **contract(globals()),
     check_shapes=_CPU_SHAPES,
     call_kwargs=("causal", "scale"),
+    flags={"causal": (False, True), "scale": (None, 0.3)},
     package="kernels.attention_bwd.variants",
     bench_shapes=BENCH_SHAPES,  # the forward's
     size_key=lambda s: s["Sq"],

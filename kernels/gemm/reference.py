@@ -1,4 +1,8 @@
-"""The gemm contract: ``gemm(a[M,K], b[K,N]) -> [M,N]`` in the inputs' dtype, accumulated in (at least) fp32."""
+"""The gemm contract: ``gemm(a[M,K], b[K,N]) -> [M,N]`` in the inputs' dtype, accumulated in (at least) fp32.
+
+NaN and +-Inf inputs give what IEEE arithmetic gives (a NaN row, +-inf, inf - inf = NaN): the ``special`` input
+case, checked as a probe, holds them and a row of huge values.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +41,30 @@ def output(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, int, int, in
 
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
     g = torch.Generator().manual_seed(seed)
-    return (randn((sizes["M"], sizes["K"]), dtype, g, device), randn((sizes["K"], sizes["N"]), dtype, g, device))
+    a, b = randn((sizes["M"], sizes["K"]), dtype, g, device), randn((sizes["K"], sizes["N"]), dtype, g, device)
+    if case == "special" and a.numel() and b.numel():
+        put_gemm_specials(a, b)
+    return a, b
+
+
+def put_gemm_specials(a: torch.Tensor, b: torch.Tensor) -> None:
+    """Write the ``special`` case into a[M,K] and b[K,N] in place: NaN, +-Inf and huge values, as IEEE defines them.
+
+    a[0, 0] = NaN (row 0 of c is NaN); a[1, K // 2] = +inf (row 1 is +-inf); b[K - 1, N - 1] = -inf (column N - 1
+    is -+inf, and NaN where it meets row 1's inf of the other sign); row 2 of a is 0 but for a huge a[2, 0] (2^60,
+    2^12 in fp16): c[2, :] = a[2, 0] * b[0, :] exactly, large but finite, and a kernel that squeezes it through
+    fp16 overflows.
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    a[0, 0] = float("nan")
+    if m > 1:
+        a[1, k // 2] = float("inf")
+    if n > 1:
+        b[k - 1, n - 1] = float("-inf")
+    if m > 2:
+        a[2] = 0.0
+        a[2, 0] = 2.0 ** (12 if a.dtype == torch.float16 else 60)
 
 
 def tma_supports(shape: dict) -> str | None:
@@ -69,6 +96,7 @@ OP = register_op(Op(
                   "quick": [{"M": 1024, "N": 1024, "K": 1024}, {"M": 4096, "N": 4096, "K": 4096}],
                   "cpu": [{"M": 64, "N": 64, "K": 64}]},
     size_key=lambda s: round(math.pow(s["M"] * s["N"] * s["K"], 1 / 3)),
+    specials=("special",),
     doc="2MNK FLOPs over (MK+KN+MN) elements: intensity grows with size, so big GEMMs are compute-bound.",
 ))
 

@@ -182,6 +182,7 @@ OP = register_op(Op(
                   {"T": 9, "d": 32, "I": 24, "E": 4, "top_k": 1},
                   {"T": 5, "d": 16, "I": 16, "E": 4, "top_k": 4}],  # top_k = E
     call_kwargs=("renormalize",),
+    flags={"renormalize": (True, False)},
     package="kernels.moe.variants",
     # Prefill (4096 tokens) and decode (1 and 64 tokens) at each model's shape; the H200 goals (Mixtral prefill,
     # DeepSeek-V3 decode) are measured by benchmarks/moe_goals.py, which also times the dense matmul and the copy.

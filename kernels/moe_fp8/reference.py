@@ -173,6 +173,7 @@ OP = register_op(Op(
                   {"T": 6, "d": 200, "I": 136, "E": 4, "top_k": 2}],  # two ragged 128-groups along d and along I
     dtypes=(torch.bfloat16,),
     call_kwargs=("renormalize",),
+    flags={"renormalize": (True, False)},
     package="kernels.moe_fp8.variants",
     bench_shapes={"gpu": [moe_ref.model_shape(m, t) for m in moe_ref.MODELS for t in (1, 64, 4096)],
                   "quick": [moe_ref.model_shape("qwen3-30b-a3b", t) for t in (64, 1024)],

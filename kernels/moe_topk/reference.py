@@ -96,6 +96,7 @@ OP_SPEC = register_op(Op(
                   {"T": 5, "E": 4, "top_k": 4},  # top_k = E
                   {"T": 9, "E": 256, "top_k": 1}],
     call_kwargs=("renormalize",),
+    flags={"renormalize": (True, False)},
     package="kernels.moe_topk.variants",
     bench_shapes={"gpu": [{"T": t, "E": e, "top_k": k} for t in (64, 4096, 16384) for e, k in ((8, 2), (256, 8))],
                   "quick": [{"T": 4096, "E": 256, "top_k": 8}],

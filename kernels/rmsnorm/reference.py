@@ -61,6 +61,10 @@ OP = register_op(Op(
                   "quick": [{"M": 4096, "N": 4096}], "cpu": [{"M": 16, "N": 1024}]},
     size_key=lambda s: s["N"],
     cases=("random", "large", "nan"),
+    call_kwargs=("eps",),
+    flags={"eps": (EPS, 0.5)},
+    specials=("large", "nan"),
+    wide_shape={"M": 33, "N": 2000},
     doc="Row RMSNorm; ~4 FLOPs per element against 2 elements of traffic: memory-bound, like softmax.",
 ))
 

@@ -7,7 +7,8 @@ everywhere, wherever the NaN sits; large values must not overflow (subtract the 
 Input cases: ``random``; ``edge`` (row 0 all ``-inf`` but its last element, so every chunk or lane but the last
 sees only ``-inf``; a row offset by a huge value; an all ``-inf`` row; scattered ``-inf``); ``nan`` (a NaN as the
 first element of row 0 (lane 0's first), at column 5 of row 1, the last of row 2, and among ``-inf`` in row 3;
-the other rows stay finite and must stay right).
+the other rows stay finite and must stay right); ``inf`` (checked as a probe: a ``+inf`` in rows 0-2, first,
+last among ``-inf``, twice: each such row is NaN, as in torch).
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case:
             x[2] = float("-inf")
     elif case == "nan":
         put_nans(x)
+    elif case == "inf" and x.numel():  # +inf: its row is NaN (inf - inf), as torch.softmax gives
+        x[0, 0] = float("inf")
+        if m > 1:
+            x[1, :] = float("-inf")
+            x[1, n - 1] = float("inf")
+        if m > 2 and n > 1:
+            x[2, 1] = x[2, n // 2] = float("inf")
     return (x.to(dtype).to(device),)
 
 
@@ -109,6 +117,8 @@ OP = register_op(Op(
                   "quick": [{"M": 4096, "N": 4096}], "cpu": [{"M": 16, "N": 1024}]},
     size_key=lambda s: s["N"],
     cases=("random", "edge", "nan"),
+    specials=("edge", "nan", "inf"),
+    wide_shape={"M": 33, "N": 2000},
     doc="Row softmax; ~5 FLOPs per element against 2 elements of traffic: memory-bound on every GPU.",
 ))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from workbench.contracts import elem_size, randn, require_tensor
+from workbench.contracts import elem_size, put_specials, randn, require_tensor
 from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -30,7 +30,10 @@ def reference(x: torch.Tensor) -> torch.Tensor:
 
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
     g = torch.Generator().manual_seed(seed)
-    return (randn((sizes["M"], sizes["N"]), dtype, g, device),)
+    x = randn((sizes["M"], sizes["N"]), dtype, g, device)
+    if case == "special":  # NaN, +-Inf and huge values move like any other bits
+        put_specials(x)
+    return (x,)
 
 
 OP = register_op(Op(
@@ -38,6 +41,8 @@ OP = register_op(Op(
     signature="transpose(x[M,N]) -> [N,M]",
     shape_keys=("M", "N"),
     **contract(globals()),
+    specials=("special",),
+    wide_shape={"M": 259, "N": 257},
     flops=lambda M, N: 0,
     bytes=lambda M, N, dtype=torch.float32: 2 * M * N * elem_size(dtype),
     # 1 x 1; ragged tails in both dimensions; exact 32-multiples (the tiles' fast path); a tall thin one

@@ -1,10 +1,14 @@
-"""The vecadd contract: ``vecadd(x[N], y[N]) -> [N]``, out = x + y."""
+"""The vecadd contract: ``vecadd(x[N], y[N]) -> [N]``, out = x + y.
+
+Input cases: ``random``; ``special`` (checked as a probe): NaN, +-Inf, inf + -inf and huge values, which IEEE
+addition defines.
+"""
 
 from __future__ import annotations
 
 import torch
 
-from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
+from workbench.contracts import elem_size, put_specials, randn, require, require_same_dtype, require_tensor
 from workbench.registry import Op, contract, register, register_op
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -28,7 +32,10 @@ def reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
     g = torch.Generator().manual_seed(seed)
     n = sizes["N"]
-    return randn((n,), dtype, g, device), randn((n,), dtype, g, device)
+    x, y = randn((n,), dtype, g, device), randn((n,), dtype, g, device)
+    if case == "special":  # NaN, +-Inf, inf + -inf and huge values: IEEE addition defines every one
+        put_specials(x, y)
+    return x, y
 
 
 OP = register_op(Op(
@@ -45,6 +52,8 @@ OP = register_op(Op(
     bench_shapes={"gpu": [{"N": 2**p} for p in range(16, 29, 2)], "quick": [{"N": 2**20}, {"N": 2**24}],
                   "cpu": [{"N": 4096}]},
     size_key=lambda s: s["N"],
+    specials=("special",),
+    wide_shape={"N": 70001},
     doc="Elementwise x + y. 1 FLOP and 3 elements of traffic per element: the purest memory-bound kernel.",
 ))
 
