@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+import torch
 
 import workbench as wb
 from tests.conftest import requires_cpu_mode
@@ -211,3 +212,23 @@ def test_percent_of_peak_of_an_op_without_flops_is_its_bandwidth_share(monkeypat
     monkeypatch.setattr(hardware, "peak_bandwidth", lambda dev, measured=False: 4800.0)
     got = timer._peak_fraction({"tflops": 0.0, "gbps": 2400.0}, torch.float32, 0.0, 2 * 4096 * 4096 * 4)
     assert got == {"bound": "memory", "pct_peak": 50.0}
+
+
+def vecadd_lazy_off_the_check_shapes(x, y):
+    """Right wherever the checker looks, and writes nothing at the one bench-sized N it is timed at."""
+    return x + y if x.numel() != 8192 else wb.empty_like(x)
+
+
+def vecadd_right_only_when_poisoned(x, y):
+    from workbench.registry import _CHECKING
+
+    return x + y if _CHECKING.get() else torch.zeros_like(x)
+
+
+@pytest.mark.parametrize("fn,what", [(vecadd_lazy_off_the_check_shapes, "warm-up"),
+                                     (vecadd_right_only_when_poisoned, "last timed call")])
+def test_bench_checks_the_output_it_times(fn, what):
+    with pytest.raises(AssertionError, match=rf"wrong at the bench shape \(the {what}[^)]*\)(.|\n)*N=8192") as ei:
+        wb.bench(fn, "vecadd", N=8192, reps=1)
+    assert "diagnosis:" in str(ei.value)
+    assert wb.bench(lambda x, y: x + y, "vecadd", N=8192, reps=1)["time_ms"] > 0

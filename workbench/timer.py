@@ -26,7 +26,7 @@ import torch
 from workbench._mode import MODE
 from workbench.progressbar import bar as progress_bar
 from workbench.progressbar import counted
-from workbench.registry import Variant, as_dtype, dtype_name, get_op, make_inputs
+from workbench.registry import Variant, as_dtype, dtype_name, get_op, make_inputs, poisoning
 
 # Passed checks: (op, dtype, id of the function, fingerprint of its code and kernels) -> the function, kept alive so
 # its id is never reused by another object. A function redefined in the next cell is a new object with new code; a
@@ -191,7 +191,9 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
 
     The record follows ``results/README.md``: op, variant, shape, dtype, time_ms with p20/p80, FLOPs and bytes,
     TFLOP/s, GB/s and % of the device's peak (None when emulated), device, versions, date and command.
-    A kernel that fails the checker is not timed: this raises instead. ``progress`` shows bars for the check
+    A kernel that fails the checker is not timed: this raises instead; so is one whose output at the bench shape
+    (the warm-up call's, made with poisoned outputs, and the last timed call's) does not match the reference there.
+    ``progress`` shows bars for the check
     and, in cpu mode, the emulated timing calls (None: :func:`workbench.progressbar.enabled` decides).
     """
     from workbench.checker import check as run_check
@@ -221,9 +223,16 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
     one_set = max(1.0, nbytes)
     n_sets = 1 if MODE != "gpu" else int(min(8, max(1, (2 * 64 * 2**20) // one_set + 1)))
     sets = [make_inputs(spec.name, dtype=dt, seed=s, **shape) for s in range(n_sets)]
+    seen: dict[str, Any] = {}  # the warm-up call's output (made with poisoned outputs) and the last timed one's
 
     def call(i: int) -> Any:
-        return fn(*sets[i], **kw)
+        if "warm-up" not in seen:  # the first call is the warm-up: not timed, so it may poison its outputs
+            with poisoning():
+                seen["warm-up"] = out = fn(*sets[i], **kw)
+            return out
+        out = fn(*sets[i], **kw)
+        seen["last"] = (i, out)
+        return out
 
     if MODE == "gpu":
         times = time_gpu(call, n_sets)
@@ -231,6 +240,8 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
         n_reps = reps or 3
         with progress_bar(n_reps + 1, f"time {spec.name}/{name} (emulated)", unit="call", progress=progress) as b:
             times = time_cpu(counted(call, b, lambda k: "warm-up" if k == 0 else f"rep {k}/{n_reps}"), n_sets, n_reps)
+    if check:
+        _verify_timed(fn, spec.name, name, sets, seen, kw, dt, shape)
     med, p20, p80 = _quantiles(times)
     emulated = MODE != "gpu"
     rec: dict[str, Any] = {
@@ -246,6 +257,24 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
         rec["gbps"] = nbytes / (med * 1e-3) / 1e9
         rec.update(_peak_fraction(rec, dt, flops, nbytes))
     return rec
+
+
+def _verify_timed(fn: Any, op: str, name: str, sets: list[tuple], seen: dict[str, Any], kw: dict,
+                  dt: torch.dtype, shape: dict) -> None:
+    """Refuse the timing unless what was timed is right at the bench shape: the warm-up call's output (made with
+    poisoned outputs: an element no launch writes shows) and the last timed call's, against the reference."""
+    from workbench.checker import judge_output
+
+    if MODE == "gpu":
+        torch.cuda.synchronize()
+    i, last = seen.get("last", (0, seen["warm-up"]))
+    for what, inputs, got in (("the warm-up call, poisoned outputs", sets[0], seen["warm-up"]),
+                              ("the last timed call", sets[i], last)):
+        res = judge_output(fn, op, inputs, kw, got, dt, shape)
+        if not res.ok:
+            raise AssertionError(f"bench: {op}/{name} is wrong at the bench shape ({what}), so it is not timed: "
+                                 f"its output there does not match the reference.\n  {res.line()}\n  diagnosis: "
+                                 f"{res.diagnosis}")
 
 
 def _peak_fraction(rec: dict, dt: torch.dtype, flops: float, nbytes: float) -> dict:
