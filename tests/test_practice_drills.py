@@ -21,6 +21,7 @@ from workbench.practice import catalogue
 from workbench.practice import store as progress_store
 from workbench.practice.answers import FUNCTIONS
 from workbench.practice.base import TOPICS
+from workbench.practice.implement import BACKEND_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 DRILLS = catalogue()
@@ -327,3 +328,47 @@ def test_new_known_wrong_kernels_get_their_diagnosis(op, name, shape):
     rep = wb.check(v, shapes=[shape], dtypes=v.dtypes[:1], quick=True)
     assert not rep.ok and rep.diagnosis == v.expected_diagnosis, rep.summary()
 
+
+
+# ------------------------------------------------------------------------------ the backend does the work
+NOOP_TRITON = """
+import torch
+import triton
+import triton.language as tl
+import workbench as wb
+
+
+@triton.jit
+def noop(x_ptr):
+    pass
+
+
+def vecadd(x, y):
+    {body}
+"""
+CHEATS = {
+    "torch arithmetic beside a no-op launch": ("noop[(1,)](x)\n    return x + y", "torch.add on an input"),
+    "the op's own reference": ("noop[(1,)](x)\n    return wb.reference('vecadd')(x, y).to(x.dtype)",
+                               "on an input"),
+    "a copy into a launched buffer": ("out = wb.empty_like(x)\n    noop[(1,)](out)\n    out.copy_((x + 0))\n"
+                                      "    return out", "on an input"),
+    "numpy arithmetic returned": ("r = torch.from_numpy(x.numpy() + y.numpy())\n    noop[(1,)](r)\n    return r",
+                                  "was not allocated during the call"),
+    "a buffer no launch was given": ("out = wb.empty_like(x)\n    noop[(1,)](x)\n    return out",
+                                     "not a buffer any Triton"),
+}
+
+
+@pytest.mark.parametrize("cheat", list(CHEATS))
+def test_a_triton_drill_fails_when_the_kernel_does_not_do_the_work(cheat):
+    body, words = CHEATS[cheat]
+    d = _tiny(wb.drill("vecadd-implement-triton"))
+    res = d.submit(NOOP_TRITON.replace("{body}", body))
+    assert not res.passed and "outside_backend" in res.feedback and words in res.feedback, res.feedback
+
+
+def test_every_implement_drill_states_the_rule_in_its_text():
+    for d in IMPLEMENT:
+        text = d.statement()
+        assert "**The rule:**" in text and d.rule() in text
+        assert BACKEND_NAMES[d.backend] in d.rule() and "poisoned" in d.rule()

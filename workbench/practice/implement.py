@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import inspect as _inspect
 import linecache
@@ -28,14 +29,26 @@ from typing import Any
 
 from workbench.practice.base import Drill, Grade
 
+
+def torch_function_mode_base() -> type:
+    """Return ``torch.overrides.TorchFunctionMode`` (imported here: torch loads with the workbench anyway)."""
+    from torch.overrides import TorchFunctionMode
+
+    return TorchFunctionMode
+
+
 BACKENDS = ("cuda", "triton")
 BACKEND_NAMES = {"cuda": "CUDA C (through wb.cuda.RawKernel / RawModule)", "triton": "Triton (@triton.jit)"}
 _TMP: list[Path] = []
 
 
 @contextlib.contextmanager
-def count_launches(backend: str) -> Iterator[list[int]]:
-    """Count the kernel launches of ``backend`` inside the block; yields a one-element list holding the count."""
+def count_launches(backend: str, seen: dict[str, Any] | None = None) -> Iterator[list[int]]:
+    """Count the kernel launches of ``backend`` inside the block; yields a one-element list holding the count.
+
+    ``seen`` (a dict), when given, gets ``"in_launch"`` (True while a launch runs) and ``"buffers"`` (the
+    (address, bytes) of each tensor or array a launch was given): what :class:`BackendGuard` judges a call by.
+    """
     targets: list[tuple[type, str]] = []
     if backend == "triton":
         from triton.runtime.jit import JITFunction
@@ -59,7 +72,14 @@ def count_launches(backend: str) -> Iterator[list[int]]:
     def wrap(orig: Callable) -> Callable:
         def launched(*args: Any, **kwargs: Any) -> Any:
             count[0] += 1
-            return orig(*args, **kwargs)
+            if seen is None:
+                return orig(*args, **kwargs)
+            seen.setdefault("buffers", []).extend(_buffers((args, kwargs)))
+            outer, seen["in_launch"] = seen.get("in_launch", False), True
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                seen["in_launch"] = outer
 
         return launched
 
@@ -70,6 +90,131 @@ def count_launches(backend: str) -> Iterator[list[int]]:
     finally:
         for cls, name, orig in saved:
             setattr(cls, name, orig)
+
+
+def _buffers(obj: Any, depth: int = 3) -> list[tuple[int, int]]:
+    """Return the (address, bytes) of the torch tensors and numpy arrays in a launch's arguments."""
+    import numpy as np
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [(obj.data_ptr(), obj.untyped_storage().nbytes())] if obj.numel() else []
+    if isinstance(obj, np.ndarray):
+        return [(obj.__array_interface__["data"][0], obj.nbytes)] if obj.size else []
+    if depth and isinstance(obj, (tuple, list)):
+        return [b for x in obj for b in _buffers(x, depth - 1)]
+    if depth and isinstance(obj, dict):
+        return [b for x in obj.values() for b in _buffers(x, depth - 1)]
+    return []
+
+
+# Torch functions that write into a tensor: refused outside a launch (the kernel writes the outputs); fills of a
+# fresh buffer (wb.empty's poison, a zeroed accumulator) are allowed.
+_WRITES = {"copy_", "__setitem__", "index_put_", "index_copy_", "scatter_", "masked_scatter_", "set_"}
+_FILLS = {"fill_", "zero_", "requires_grad_", "resize_"}
+_ALLOCATE = {"empty", "empty_like", "new_empty", "zeros", "zeros_like", "empty_strided", "full", "full_like",
+             "new_zeros", "new_full"}
+# Torch functions a drill's function may call on its inputs outside a launch: allocation, views and metadata.
+_ALLOWED = {"view", "reshape", "contiguous", "t", "transpose", "permute", "unsqueeze", "squeeze", "flatten",
+            "expand", "__getitem__", "narrow", "select", "as_strided", "size", "stride", "dim", "numel", "data_ptr",
+            "element_size", "is_contiguous", "storage_offset", "untyped_storage", "__get__", "is_floating_point",
+            "__len__", "empty_like", "new_empty", "detach", "unflatten", "view_as", "split", "chunk", "unbind",
+            "__format__", "__repr__", "__bool__", "_is_view", "is_complex", "get_device", "__hash__", "numpy"}
+
+
+class BackendGuard:
+    """Wrap a drill answer so each call is refused unless the drill's backend did its work.
+
+    Outside the backend's launches, torch may allocate and take views or metadata of the inputs, nothing else (no
+    arithmetic, copies, conversions or ``.numpy()`` of an input, or of a view of one); and every output returned must
+    be (a view into) a buffer one of the call's launches was given. Both raise
+    :class:`workbench.checker.BackendWorkError`: the checker's ``outside_backend``.
+    """
+
+    def __init__(self, fn: Callable, backend: str) -> None:
+        self.fn, self.backend = fn, backend
+        self.seen: dict[str, Any] = {}
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        from workbench.checker import BackendWorkError
+
+        self.seen.clear()
+        with _NoTorchCompute(self.backend, self.seen, [a for a in args if isinstance(a, torch.Tensor)]):
+            out = self.fn(*args, **kwargs)
+        outs = out if isinstance(out, (tuple, list)) else [out]
+        for k, o in enumerate(outs):
+            if not isinstance(o, torch.Tensor) or not o.numel():
+                continue
+            what = f"output {k}" if len(outs) > 1 else "the output"
+            if not _within(o, self.seen.get("fresh", [])):
+                raise BackendWorkError(f"{what} was not allocated during the call (wb.empty / wb.empty_like): in this "
+                                       "drill your kernel writes a buffer you allocate, poisoned under the checker")
+            if not _within(o, self.seen.get("buffers", [])):
+                raise BackendWorkError(f"{what} is not a buffer any {BACKEND_NAMES[self.backend]} launch of this call "
+                                       "was given: in this drill the kernel writes the outputs")
+        return out
+
+
+def _within(t: Any, ranges: list[tuple[int, int]]) -> bool:
+    p = t.data_ptr()
+    return any(start <= p < start + n for start, n in ranges)
+
+
+class _NoTorchCompute(torch_function_mode_base()):  # type: ignore[misc]
+    """Refuse torch compute on the call's inputs (and what is derived from them) outside the backend's launches."""
+
+    def __init__(self, backend: str, seen: dict[str, Any], inputs: list) -> None:
+        super().__init__()
+        self.backend, self.seen = backend, seen
+        self.tainted: dict[int, Any] = {}  # id -> weakref (a WeakSet would compare tensors with ==)
+        for t in inputs:
+            self._taint(t)
+        self.ranges = [(t.data_ptr(), t.untyped_storage().nbytes()) for t in inputs if t.numel()]
+
+    def _taint(self, t: Any) -> None:
+        import weakref
+
+        self.tainted[id(t)] = weakref.ref(t)
+
+    def _is_tainted(self, t: Any) -> bool:
+        ref = self.tainted.get(id(t))
+        return ref is not None and ref() is t
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        import torch
+
+        kwargs = kwargs or {}
+        if self.seen.get("in_launch"):
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", str(func))
+        flat = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        flat += [t for a in args if isinstance(a, (tuple, list)) for t in a if isinstance(t, torch.Tensor)]
+        touched = any(self._is_tainted(t) for t in flat)
+        writes = name in _WRITES or (name.endswith("_") and not name.startswith("_") and name not in _FILLS)
+        if (touched and name not in _ALLOWED) or writes:
+            from workbench.checker import BackendWorkError
+
+            what = "an input" if touched else "a tensor"
+            raise BackendWorkError(f"torch.{name} on {what}, outside any {BACKEND_NAMES[self.backend]} launch: in "
+                                   "this drill torch may only allocate and take views; the kernel does the work")
+        out = func(*args, **kwargs)
+        results = [t for t in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(t, torch.Tensor)]
+        for t in results:
+            if touched or self._inside_input(t):
+                self._taint(t)
+            elif name in _ALLOCATE and t.numel():
+                self.seen.setdefault("fresh", []).append((t.data_ptr(), t.untyped_storage().nbytes()))
+        return out
+
+    def _inside_input(self, t: Any) -> bool:
+        """True when ``t``'s data lies in an input's memory (``torch.from_numpy(x.numpy())`` and the like)."""
+        if not t.numel():
+            return False
+        p = t.data_ptr()
+        return any(start <= p < start + n for start, n in self.ranges)
 
 
 def load_source(source: str, entry: str, where: str) -> Callable:
@@ -146,7 +291,15 @@ class ImplementDrill(Drill):
     def statement(self) -> str:
         return (f"{self.task}\n\nStart from this blank page (copy it into a cell):\n\n```python\n{self.blank()}```\n\n"
                 f"The check is the full checker: `wb.check` at the op's ragged shapes, dtypes {self.checked_dtypes()}, "
-                f"fresh random inputs and poisoned outputs.{self._budget_text()}")
+                f"fresh random inputs and poisoned outputs.\n\n{self.rule()}{self._budget_text()}")
+
+    def rule(self) -> str:
+        """Return the drill's rule on who does the work (the same words for every implement drill)."""
+        return (f"**The rule:** the {BACKEND_NAMES[self.backend]} kernels do the work. While your function runs, "
+                "torch may allocate and take views of the inputs, nothing more: torch arithmetic, copies, "
+                "conversions or `.numpy()` of an input (or of a view of one) outside a launch fail the check, and "
+                f"every output you return must be a buffer one of your {self.backend} launches was given (outputs "
+                "start poisoned, so an element no launch writes fails too).")
 
     def answer_format(self) -> str:
         return (f"your function: `d.submit({self.entry})` (or the source of a cell that defines `{self.entry}`, as a "
@@ -204,15 +357,17 @@ class ImplementDrill(Drill):
             raise TypeError(f"drill {self.id}: submit your function {self.entry} (or its source as a string), got "
                             f"{type(answer).__name__}")
         name = getattr(fn, "__name__", "fn")
+        guarded = BackendGuard(fn, self.backend)
         try:
-            with count_launches(self.backend) as launches:
-                report = check(fn, self.op, **self._check_kw())
+            with count_launches(self.backend, guarded.seen) as launches:
+                report = check(guarded, self.op, **self._check_kw())
         except (OpError, UnsupportedHere, TypeError) as e:
             return Grade(False, f"Not yet: {e}", f"{name}: {type(e).__name__}")
-        n, bad = len(report.cases), len(report.failures)
+        n, bad = len(report.runs), sum(not c.ok for c in report.runs)
         summary = f"{name}: {n - bad}/{n} runs pass, {launches[0]} {self.backend} launches"
-        if report.correct and launches[0] == 0:
-            return Grade(False, f"Your function passes the checker, but it launched no {BACKEND_NAMES[self.backend]} "
+        if launches[0] == 0 and (report.correct or report.diagnosis == "outside_backend"):
+            how = "passes the checker" if report.correct else "computes with torch"
+            return Grade(False, f"Your function {how}, but it launched no {BACKEND_NAMES[self.backend]} "
                                 "kernel: this drill is about writing one.", summary, {"report": report})
         if report.correct and not report.ok:
             missed = report.budgets.missed
