@@ -186,13 +186,14 @@ def _record_shape(shape: dict) -> dict[str, int]:
 
 def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, dtype: torch.dtype | str = "float32",
           check: bool = True, command: str | None = None, reps: int | None = None, progress: bool | None = None,
-          **shape: Any) -> dict:
+          verify: bool = True, **shape: Any) -> dict:
     """Check, then time ``fn`` on ``op`` at ``shape`` (e.g. ``M=4096, N=4096, K=4096``); return one record.
 
     The record follows ``results/README.md``: op, variant, shape, dtype, time_ms with p20/p80, FLOPs and bytes,
     TFLOP/s, GB/s and % of the device's peak (None when emulated), device, versions, date and command.
     A kernel that fails the checker is not timed: this raises instead; so is one whose output at the bench shape
-    (the warm-up call's, made with poisoned outputs, and the last timed call's) does not match the reference there.
+    (the warm-up call's, made with poisoned outputs, and the last timed call's) does not match the reference there
+    (``verify=False`` skips that comparison, not the check).
     ``progress`` shows bars for the check
     and, in cpu mode, the emulated timing calls (None: :func:`workbench.progressbar.enabled` decides).
     """
@@ -240,7 +241,7 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
         n_reps = reps or 3
         with progress_bar(n_reps + 1, f"time {spec.name}/{name} (emulated)", unit="call", progress=progress) as b:
             times = time_cpu(counted(call, b, lambda k: "warm-up" if k == 0 else f"rep {k}/{n_reps}"), n_sets, n_reps)
-    if check:
+    if verify:  # even with check=False (a sweep that checked already): what is timed must be right here
         _verify_timed(fn, spec.name, name, sets, seen, kw, dt, shape)
     med, p20, p80 = _quantiles(times)
     emulated = MODE != "gpu"
