@@ -48,6 +48,8 @@ def naive_kernel(a, b, c, m, n, k):
           idea="One thread per output; threadIdx.x walks rows, so warps read a and write c with stride (uncoalesced).")
 def numba_naive(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c, m, n, k = output(a, b)
+    if c.numel() == 0:  # M or N is 0: a grid of 0 blocks is a launch error on a GPU, so launch nothing
+        return c
     grid = ((m + TILE - 1) // TILE, (n + TILE - 1) // TILE)
     naive_kernel[grid, (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
@@ -71,6 +73,8 @@ def coalesced_kernel(a, b, c, m, n, k):
           idea="Swap the thread mapping: threadIdx.x walks columns, so a warp reads 128 contiguous bytes of b.")
 def numba_coalesced(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c, m, n, k = output(a, b)
+    if c.numel() == 0:  # M or N is 0: a grid of 0 blocks is a launch error on a GPU, so launch nothing
+        return c
     coalesced_kernel[_grid(m, n, TILE, TILE), (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
 
@@ -103,6 +107,8 @@ def smem_kernel(a, b, c, m, n, k):
           idea="16x16 tiles of a and b staged in shared memory: each global load is reused 16 times.")
 def numba_smem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c, m, n, k = output(a, b)
+    if c.numel() == 0:  # M or N is 0: a grid of 0 blocks is a launch error on a GPU, so launch nothing
+        return c
     smem_kernel[_grid(m, n, TILE, TILE), (TILE, TILE)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c
 
@@ -157,5 +163,7 @@ def regblock_kernel(a, b, c, m, n, k):
           idea="64x64 block tile, each thread a 4x4 micro-tile in registers: 16 FMAs per 8 shared-memory loads.")
 def numba_regblock(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c, m, n, k = output(a, b)
+    if c.numel() == 0:  # M or N is 0: a grid of 0 blocks is a launch error on a GPU, so launch nothing
+        return c
     regblock_kernel[_grid(m, n, BM, BN), (16, 16)](to_numba(a), to_numba(b), to_numba(c), m, n, k)
     return c

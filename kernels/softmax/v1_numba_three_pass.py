@@ -36,5 +36,7 @@ def softmax_three_pass(x, out, m, n):
 def numba_three_pass(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)
+    if m == 0:  # no rows: a grid of 0 blocks is a launch error (CUDA_ERROR_INVALID_VALUE), so launch nothing
+        return out
     softmax_three_pass[(m + THREADS - 1) // THREADS, THREADS](to_numba(x), to_numba(out), m, n)
     return out

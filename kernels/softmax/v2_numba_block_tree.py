@@ -60,5 +60,7 @@ def softmax_block_tree(x, out, n):
 def numba_block_tree(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)
+    if m == 0:  # no rows: a grid of 0 blocks is a launch error (CUDA_ERROR_INVALID_VALUE), so launch nothing
+        return out
     softmax_block_tree[m, THREADS](to_numba(x), to_numba(out), n)
     return out
