@@ -31,6 +31,7 @@ message (thread or program, block, buffer, offset, source line):
 - ``race``: two threads touch one address between the same two barriers, at least one writing, not atomically
   (racecheck): a missing ``__syncthreads()``, or a plain read-modify-write where an atomic is needed;
 - ``uninitialized``: a read of shared memory no thread wrote (initcheck): a tile element never loaded.
+- ``divergent_barrier``: a ``__syncthreads()`` or ``*_sync`` collective not every named thread reaches (synccheck).
 
 The inputs are snapshotted before the call: a kernel that changes one fails with ``mutated_input`` (as
 KernelBench's adversarial tests check), and the torch baseline of the fp16/bf16 rule runs on pristine inputs.
@@ -126,6 +127,10 @@ DIAGNOSES = {
             "read-modify-write or store where an atomic is needed",
     "uninitialized": "the kernel read shared memory that no thread wrote (initcheck): a tile element that is never "
                      "loaded (zero-fill the out-of-range ones), or a read before the writes without a barrier",
+    "divergent_barrier": "a barrier or warp collective that not every thread it names reaches (synccheck): a "
+                         "__syncthreads() inside a branch or after an early return, or a __shfl_*_sync/__ballot_sync "
+                         "whose mask names lanes that exited or sit in another branch (use __activemask() or keep "
+                         "every lane in the loop and guard the data instead)",
     "mutated_input": "the kernel changed one of its inputs: inputs are read-only, so write only to the outputs you "
                      "allocate (an in-place op on an input, or a store through the wrong pointer)",
     "over_budget": "every run is correct, but the kernel misses a performance budget: it moves more memory, "
@@ -145,11 +150,12 @@ DIAGNOSES = {
                   "subclass, which could change how it compares: return a plain torch.Tensor)",
 }
 # Diagnoses of a whole run (not of a pattern of wrong elements), most telling first: a report shows the first found.
-RUN_DIAGNOSES = ("tampered", "out_of_bounds", "race", "uninitialized", "mutated_input", "timeout",
-                 "nondeterministic", "outside_backend", "error", "bad_output")
+RUN_DIAGNOSES = ("tampered", "out_of_bounds", "race", "divergent_barrier", "uninitialized", "mutated_input",
+                 "timeout", "nondeterministic", "outside_backend", "error", "bad_output")
 #: The per-case time limit of a plain (not registered) function, in seconds; ``WORKBENCH_CASE_TIME_LIMIT`` sets it.
 DEFAULT_TIME_LIMIT_S = 60.0
-_SANITIZER_DIAGNOSIS = {"memcheck": "out_of_bounds", "racecheck": "race", "initcheck": "uninitialized"}
+_SANITIZER_DIAGNOSIS = {"memcheck": "out_of_bounds", "racecheck": "race", "initcheck": "uninitialized",
+                        "synccheck": "divergent_barrier"}
 
 
 @dataclass
