@@ -9,8 +9,9 @@
   headers and run on the CPU: every CUDA thread is a fiber (``__syncthreads`` is a real barrier), warps of 32
   lanes do real shuffles/votes, blocks run in parallel on all cores. Shared memory starts as 0xFF bytes (NaN,
   -1) in every block. ``checked=True`` launches (and every launch inside ``workbench._sanitize.sanitizing()``,
-  which the checker uses) run compute-sanitizer's three tools at once: memcheck (global and shared memory),
-  racecheck (shared and global memory) and initcheck (shared memory); see :mod:`workbench.cuda._sanitizer`.
+  which the checker uses) run compute-sanitizer's four tools at once: memcheck (global and shared memory),
+  racecheck (shared and global memory), initcheck (shared memory) and synccheck (barriers and warp collectives not
+  every named thread reaches); see :mod:`workbench.cuda._sanitizer`.
   Launches stop on Ctrl-C, past :func:`set_time_limit`, or when :func:`set_size_guard` estimates them too long.
   Inside :func:`workbench.profile` every launch runs a profile build instead and reports its exact memory counters
   (global requests and sectors, shared-memory wavefronts and bank conflicts, atomics, barriers).
@@ -122,8 +123,8 @@ class Function:
         """Launch the kernel over ``grid`` blocks of ``block`` threads with ``args`` (a tuple).
 
         ``checked=True`` (or the module's ``checked``, or an active ``workbench._sanitize.sanitizing()``) runs
-        the launch under memcheck, racecheck and initcheck in cpu mode. ``buffers``: arrays the kernel reaches
-        through pointers inside struct arguments, for :func:`workbench.profile` to count (cpu mode; ignored on a
+        the launch under memcheck, racecheck, initcheck and synccheck in cpu mode. ``buffers``: arrays the kernel
+        reaches through pointers inside struct arguments, for :func:`workbench.profile` to count (cpu mode; ignored on a
         GPU, where ncu sees every access).
         """
         chk = bool(self._module.checked if checked is None else checked)
@@ -173,7 +174,7 @@ class RawModule:
 
     ``code`` is CUDA source text or a path to a ``.cu`` file. ``name_expressions`` lists template
     instantiations to export (e.g. ``["gemm<float, 64>"]``), as in cupy. ``checked=True`` makes CPU-engine
-    launches run memcheck, racecheck and initcheck (see the package docstring). Other keyword arguments go to
+    launches run memcheck, racecheck, initcheck and synccheck (see the package docstring). Other keyword arguments go to
     ``cupy.RawModule`` (gpu mode).
 
     cpu mode: before the CPU engine runs it, the source goes through the GPU compiler's front end, NVRTC for
@@ -299,8 +300,8 @@ class RawKernel:
 
     ``code`` is CUDA source text or a path to a ``.cu`` file; ``name`` the (extern "C") kernel name, or a
     template instantiation such as ``"softmax<128>"``. ``checked=True`` makes CPU-engine launches run
-    compute-sanitizer's memcheck, racecheck and initcheck, raising MemcheckError, RaceError or
-    UninitializedError with the kernel, block, thread, offset and source line.
+    compute-sanitizer's memcheck, racecheck, initcheck and synccheck, raising MemcheckError, RaceError,
+    UninitializedError or SynccheckError with the kernel, block, thread, offset and source line.
     ``arch="sm_90a"`` (gpu mode) builds the kernel with nvcc for that exact target instead of NVRTC, for
     instructions that only architecture-specific targets have (wgmma, setmaxnreg); the name must be extern "C".
     ``frontend=False``: skip the NVRTC gate of cpu mode (see :class:`RawModule`).
