@@ -513,7 +513,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           seeds: Sequence[int] = (0, 1), cases: Sequence[str] | None = None, quick: bool = False,
           raise_on_fail: bool = False, progress: bool | None = None, budgets: Mapping[str, str] | None = None,
           budget_shape: dict | None = None, budget_dtype: torch.dtype | str | None = None,
-          time_limit: float | None = None, seed: int | None = None, probes: bool = True) -> CheckReport:
+          time_limit: float | None = None, seed: int | None = None, probes: bool = True,
+          fixed_flags: Sequence[str] = ()) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
@@ -537,7 +538,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     names it, and ``check(..., seed=...)`` draws the same shapes again); repeats of the cheapest case (same inputs,
     a different verdict is ``nondeterministic``); each value of the op's flags (``renormalize=False``,
     ``causal=True``, ...) and each special-value case the plan left out; one case past 2^16 elements for the
-    cheap ops. ``probes=False`` runs the plan only.
+    cheap ops. ``probes=False`` runs the plan only. ``fixed_flags`` names flags the caller's shapes fix on purpose
+    (an exercise that covers only ``causal=False``): their other values are not probed.
     """
     if isinstance(fn, Variant):
         op = op or fn.op
@@ -574,7 +576,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         run.planned(shape, dt, seed_, case)
     if probes and report.cases:
         report.seed = _draw_seed(seed)
-        _run_probes(run, plan, cases, list(seeds)[0] if len(seeds) else 0)
+        _run_probes(run, plan, cases, list(seeds)[0] if len(seeds) else 0, _fixed(spec, fixed_flags))
     if limits and report.correct:
         shape = dict(budget_shape) if budget_shape is not None else _budgets.default_shape(spec.name)
         report.budgets = _budgets.measure(fn, spec.name, limits, shape,
@@ -642,8 +644,16 @@ def _draw_seed(seed: int | None) -> int:
     return seed
 
 
+def _fixed(spec: Op, fixed_flags: Sequence[str]) -> set[str]:
+    """Return the flags a caller fixes on purpose (an exercise that covers only ``causal=False``), checked."""
+    unknown = sorted(set(fixed_flags) - set(spec.flags))
+    if unknown:
+        raise ValueError(f"check: fixed_flags {unknown} are not flags of {spec.name} (its flags: {list(spec.flags)})")
+    return set(fixed_flags)
+
+
 def _run_probes(run: _Runner, plan: list[tuple[dict, torch.dtype, int, str]], cases: Sequence[str],
-                seed0: int) -> None:
+                seed0: int, pinned: set[str] = frozenset()) -> None:
     """Run the probes of a check after its plan: drawn shapes, flag values, special values, index width, repeats."""
     report, spec = run.report, run.spec
     rng = np.random.default_rng(report.seed)
@@ -657,6 +667,8 @@ def _run_probes(run: _Runner, plan: list[tuple[dict, torch.dtype, int, str]], ca
     # top_k = E); a registered variant's at the cheapest roomy one (emulation is slow, the suite runs every variant).
     small = _cheapest(spec, shapes) if isinstance(run.fn, Variant) else _median(spec, shapes)
     for flag, values in spec.flags.items():
+        if flag in pinned:
+            continue
         have = {_flag_value(spec, c.shape, flag) for c in ran + report.probes}
         for v in values:
             if v not in have:

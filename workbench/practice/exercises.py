@@ -41,6 +41,7 @@ class Exercise:
     entry: str  # the function both files define, called like the op
     hints: list[str]
     check_kw: dict[str, Any] = field(default_factory=dict)  # shapes/dtypes/seeds for the checker
+    backend: str | None = None  # "cuda" or "triton": the check refuses work not done by that backend's launches
     source: Path | None = None  # the exercises.toml that declares it
     _hints_shown: int = 0
 
@@ -72,7 +73,8 @@ class Exercise:
         return msg
 
     def _repr_markdown_(self) -> str:
-        return (f"### Exercise `{self.id}`: {self.title}\n\n{self.statement}\n\n"
+        rule = f"{self.rule()}\n\n" if self.backend else ""
+        return (f"### Exercise `{self.id}`: {self.title}\n\n{self.statement}\n\n{rule}"
                 f"Your function: `{self.entry}{self._signature()}` (called like `{get_op(self.op).signature}`).\n\n"
                 f"{self._budgets_markdown()}Starter code:\n\n```python\n{self.starter}```\n\n"
                 f"Then: `ex.check({self.entry})`; stuck: `ex.hint()`; done: `ex.solution()`.")
@@ -103,9 +105,36 @@ class Exercise:
         """Check ``fn`` with friendly, graded feedback; returns the checker's report (truthy when correct)."""
         if not callable(fn):
             raise TypeError(f"exercise {self.id}: check() takes your function {self.entry}, got {type(fn).__name__}")
-        report = check(fn, self.op, **self.check_kw)  # a wrong signature raises a TypeError naming the expected one
+        if self.backend is None:
+            report = check(fn, self.op, **self.check_kw)  # a wrong signature raises a TypeError naming the expected one
+        else:
+            report = self._check_backend(fn)
         print(self.feedback(report))
         return report
+
+    def _check_backend(self, fn: Callable) -> CheckReport:
+        """Check ``fn`` under the implement drills' rule: the exercise's backend launches do the work."""
+        from workbench.practice.implement import BackendGuard, count_launches
+
+        guarded = BackendGuard(fn, self.backend)
+        with count_launches(self.backend, guarded.seen) as launches:
+            report = check(guarded, self.op, **self.check_kw)
+        if launches[0] == 0 and report.runs and not any(c.diagnosis == "error" for c in report.runs):
+            for c in report.runs:  # right answers without a launch: the exercise is about writing the kernel
+                if c.ok or c.diagnosis == "outside_backend":
+                    c.ok, c.diagnosis = False, "outside_backend"
+                    c.detail = f"no {self.backend} kernel was launched: the exercise's kernel must do the work"
+        return report
+
+    def rule(self) -> str:
+        """Return the rule on who does the work ('' for an exercise without a backend)."""
+        if self.backend is None:
+            return ""
+        from workbench.practice.implement import BACKEND_NAMES
+
+        return (f"**The rule:** the {BACKEND_NAMES[self.backend]} kernels do the work: while your function runs, "
+                "torch may allocate and take views of the inputs, nothing else, and every output must be a buffer "
+                "you allocate and hand to a launch.")
 
     def feedback(self, report: CheckReport) -> str:
         """Turn a check report into graded advice: the diagnosis, the failure it comes from, the runs by shape."""
@@ -208,8 +237,9 @@ def load_function(path: Path, entry: str) -> Callable:
     return ns[entry]
 
 
-def register_exercise(id: str, *, title: str, op: str, statement: str, solution: str, entry: str,
-                      hints: list[str], here: str, starter: str | None = None, **check_kw: Any) -> Exercise:  # noqa: A002
+def register_exercise(id: str, *, title: str, op: str, statement: str, solution: str, entry: str,  # noqa: A002
+                      hints: list[str], here: str, starter: str | None = None, backend: str | None = None,
+                      **check_kw: Any) -> Exercise:
     """Register an exercise whose solution file sits beside ``here`` (pass ``__file__``).
 
     The starter is generated from the solution's learner regions; ``starter=`` (a starter file) is refused.
@@ -219,8 +249,10 @@ def register_exercise(id: str, *, title: str, op: str, statement: str, solution:
                         "(workbench.practice.starters); mark them in the solution file and drop starter=")
     _check_options(id, check_kw)
     base = Path(here).parent
+    if backend not in (None, "cuda", "triton"):
+        raise ValueError(f"exercise {id}: backend must be 'cuda' or 'triton' (or left out), got {backend!r}")
     ex = Exercise(id=id, title=title, op=op, statement=statement.strip(), solution_file=base / solution,
-                  entry=entry, hints=list(hints), check_kw=check_kw)
+                  entry=entry, hints=list(hints), check_kw=check_kw, backend=backend)
     ex.budgets  # noqa: B018  (a misspelt metric or a malformed limit fails when the exercise is registered)
     _EXERCISES[id] = ex
     return ex
