@@ -20,6 +20,7 @@ import html
 import os
 import re
 import tempfile
+import types
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -279,7 +280,8 @@ def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
 
     Under the interpreter those helpers were decorated as InterpretedFunctions, which the compiler cannot call;
     swap in JITFunctions of the same Python functions for the duration of one compile: triton.language's, and the
-    ones in the globals of ``kernel`` (a Python function) and, in turn, of each helper swapped.
+    ones in the globals of ``kernel`` (a Python function) and, in turn, of each helper swapped, and the ones of the
+    modules those globals hold (a helper called as ``mod.helper(...)``).
     """
     import sys
 
@@ -287,13 +289,14 @@ def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
     from triton.runtime.jit import JITFunction
 
     swapped: list[tuple[dict, str, Any]] = []
-    spaces = [vars(mod) for name, mod in list(sys.modules.items())
+    # (namespace, whether modules found in it are searched too): a kernel may call a helper as `mod.helper(...)`
+    spaces = [(vars(mod), False) for name, mod in list(sys.modules.items())
               if name.startswith("triton.language") and mod is not None]
     if kernel is not None:
-        spaces.append(kernel.__globals__)
+        spaces.append((kernel.__globals__, True))
     seen: set[int] = set()
     while spaces:
-        ns = spaces.pop()
+        ns, into_modules = spaces.pop()
         if id(ns) in seen:
             continue
         seen.add(id(ns))
@@ -301,7 +304,9 @@ def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
             if isinstance(val, InterpretedFunction):
                 swapped.append((ns, attr, val))
                 ns[attr] = _jit_of(val, JITFunction)
-                spaces.append(val.fn.__globals__)
+                spaces.append((val.fn.__globals__, True))
+            elif into_modules and isinstance(val, types.ModuleType) and not val.__name__.startswith("triton"):
+                spaces.append((vars(val), False))
     try:
         yield
     finally:
