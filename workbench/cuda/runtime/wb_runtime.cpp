@@ -1121,9 +1121,10 @@ SanCell* shadow(SanRegion& R) {
   return R.cells;
 }
 
-// The pointer argument whose copy holds `p`, or the nearest one (for an access in a redzone); sets `start`.
-int param_of(const Launch* L, const SanRegion& R, uintptr_t p, uintptr_t* start) {
-  const wb_launch_desc* d = L->d;
+// The buffer (index into buf_*) of a copied region R (SanRegion or GuardRegion: the caller's memory at R.orig,
+// its copy at R.lo) whose copy holds `p`, or the nearest one; sets `start` to that buffer's address in the copy.
+template <typename Region>
+int nearest_buffer(const wb_launch_desc* d, const Region& R, uintptr_t p, uintptr_t* start) {
   int best = -1;
   uint64_t best_dist = ~(uint64_t)0;
   for (int i = 0; i < d->nbuf; ++i) {
@@ -1137,6 +1138,11 @@ int param_of(const Launch* L, const SanRegion& R, uintptr_t p, uintptr_t* start)
     }
   }
   return best;
+}
+
+// The pointer argument whose copy holds `p`, or the nearest one (for an access in a redzone); sets `start`.
+int param_of(const Launch* L, const SanRegion& R, uintptr_t p, uintptr_t* start) {
+  return nearest_buffer(L->d, R, p, start);
 }
 
 // A shared-memory access: within a window (checked) or in a redzone (out of bounds); false if neither.
@@ -1285,18 +1291,9 @@ bool guard_create(Launch* L, const wb_launch_desc* d) {
 
 // The buffer (index into buf_*) of region R nearest to address p.
 int guard_param(const wb_launch_desc* d, const GuardRegion& R, uintptr_t p, int64_t* off) {
-  int best = -1;
-  uint64_t best_dist = ~(uint64_t)0;
-  for (int i = 0; i < d->nbuf; ++i) {
-    if (d->buf_ptr[i] < R.orig || d->buf_ptr[i] >= R.orig + R.bytes) continue;
-    uintptr_t lo = R.lo + (d->buf_ptr[i] - R.orig), hi = lo + d->buf_bytes[i];
-    uint64_t dist = p < lo ? lo - p : (p >= hi ? p - hi + 1 : 0);
-    if (dist < best_dist) {
-      best = i;
-      best_dist = dist;
-      *off = (int64_t)(p - lo);
-    }
-  }
+  uintptr_t start = 0;
+  int best = nearest_buffer(d, R, p, &start);
+  if (best >= 0) *off = (int64_t)(p - start);
   return best;
 }
 
