@@ -338,6 +338,7 @@ def _cache_path(key: str) -> Any:
 
 
 def _refusal(fn: Any, verdict: dict) -> Exception:
+    from workbench._numba_sim import _short  # the simulator's own path shortener (the parent process has it loaded)
     from workbench.cuda.errors import CompileError
 
     code = fn.__code__
@@ -347,14 +348,6 @@ def _refusal(fn: Any, verdict: dict) -> Exception:
            f"{verdict['type']}: {verdict['message'].rstrip()}\n"
            f"(the simulator would have run it as plain Python, which a GPU cannot; {ENV}=0 skips this check)")
     return CompileError(msg, log=verdict["message"], path=code.co_filename)
-
-
-def _short(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def _warn_once(what: str, msg: str, depth: int = 0) -> None:
