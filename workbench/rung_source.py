@@ -377,11 +377,14 @@ def _function_part(fn: Any) -> Part:
 def _merge_adjacent(parts: list[Part]) -> list[Part]:
     """Join parts of one file that follow each other (one-line helpers in a row) into one part."""
     out: list[Part] = []
+    files: dict[Path, list[str]] = {}
     for p in parts:
         q = out[-1] if out else None
         if q is not None and q.path == p.path and q.helper == p.helper and q.lang == p.lang:
             gap = p.line - (q.line + q.text.count("\n") + 1)
-            lines = q.path.read_text(errors="replace").splitlines()
+            if q.path not in files:
+                files[q.path] = q.path.read_text(errors="replace").splitlines()
+            lines = files[q.path]
             if 0 <= gap <= 1 and all(not ln.strip() for ln in lines[p.line - 1 - gap:p.line - 1]):
                 names = q.title.split(": ", 1)[-1] + ", " + p.title.split(": ", 1)[-1]
                 q.text = q.text.rstrip("\n") + "\n" * (gap + 1) + p.text
