@@ -28,7 +28,8 @@ pytestmark = requires_cpu_mode
 def _own_cache(tmp_path, monkeypatch):
     """Give every test a cold verdict cache on disk (and no verdicts in memory from earlier tests)."""
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
-    for k in (dot_8x8, numpy_in_kernel, host_helper_in_kernel, arange_of_a_runtime_value, too_much_shared, copy):
+    for k in (dot_8x8, numpy_in_kernel, host_helper_in_kernel, arange_of_a_runtime_value, too_much_shared, copy,
+              apply_passed):
         k.__dict__.pop("_wb_gate", None)
 
 
@@ -76,6 +77,22 @@ def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
 
 
+@triton.jit
+def _twice(v):
+    return v * 2
+
+
+@triton.jit
+def _numpy_of(v):
+    return np.sin(v)
+
+
+@triton.jit
+def apply_passed(x_ptr, y_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, FN(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+
 def _refused(launch, *why: str) -> CompileError:
     with pytest.raises(CompileError) as e:
         launch()
@@ -98,6 +115,14 @@ def test_python_calls_inside_a_kernel_are_refused():
     _refused(lambda: numpy_in_kernel[(1,)](x), "numpy_in_kernel", "sin")
     _refused(lambda: host_helper_in_kernel[(1,)](x), "host_helper_in_kernel", "host_scale")
     assert torch.equal(x, torch.ones(1))
+
+
+def test_a_jit_function_passed_as_a_constexpr_compiles_and_its_own_calls_are_gated():
+    """Triton lets a kernel take a @jit function as a constexpr argument (an activation): a GPU compiles it."""
+    x, y = torch.arange(10.0), torch.zeros(10)
+    apply_passed[(1,)](x, y, 10, FN=_twice, BLOCK=16)
+    assert torch.equal(y, 2 * x)
+    _refused(lambda: apply_passed[(1,)](x, y, 10, FN=_numpy_of, BLOCK=16), "apply_passed", "sin")
 
 
 def test_arange_of_a_runtime_value_is_refused():

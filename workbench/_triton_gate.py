@@ -358,12 +358,18 @@ def _refusal(ifn: Any, message: str) -> CompileError:
 def _decide(ifn: Any, g: _KernelGate, args: tuple, kw: dict, need_kernel: bool) -> _Verdict:
     """Compile the launch for sm_90 (or read its verdict from disk) and return the verdict."""
     from triton.compiler import ASTSource
+    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    from workbench.inspection import _jit_stdlib
+    from workbench.inspection import _jit_of, _jit_stdlib
 
     jit = JITFunction(ifn.fn)  # a fresh one: its cache key sees the helpers as they are now
-    with _jit_stdlib(ifn.fn):
+    # A @jit function passed as an argument (a constexpr `ACTIVATION: tl.constexpr`) is an InterpretedFunction
+    # here: the compile takes the JITFunction of the same Python function, and the helpers it calls in turn.
+    passed = [a for a in (*args, *kw.values()) if isinstance(a, InterpretedFunction)]
+    args = tuple(_jit_of(a, JITFunction) if isinstance(a, InterpretedFunction) else a for a in args)
+    kw = {k: _jit_of(a, JITFunction) if isinstance(a, InterpretedFunction) else a for k, a in kw.items()}
+    with _jit_stdlib(ifn.fn, extra=[f.fn for f in passed]):
         try:
             bound, spec, opts = g.binder(*args, **kw)
             options, sig, constexprs, attrs = jit._pack_args(_backend(), kw, bound, spec, opts)

@@ -22,7 +22,7 @@ import re
 import tempfile
 import types
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -275,13 +275,14 @@ def _ptx_target(ptx: str) -> str:
 
 
 @contextlib.contextmanager
-def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
+def _jit_stdlib(kernel: Any = None, extra: Sequence[Any] = ()) -> Iterator[None]:
     """Compile mode for the @jit helpers a kernel calls (tl.max, tl.sum, its own module's) while TRITON_INTERPRET=1.
 
     Under the interpreter those helpers were decorated as InterpretedFunctions, which the compiler cannot call;
     swap in JITFunctions of the same Python functions for the duration of one compile: triton.language's, and the
     ones in the globals of ``kernel`` (a Python function) and, in turn, of each helper swapped, and the ones of the
-    modules those globals hold (a helper called as ``mod.helper(...)``).
+    modules those globals hold (a helper called as ``mod.helper(...)``); ``extra``: more Python functions whose
+    globals are searched the same way (@jit functions passed to the kernel as arguments).
     """
     import sys
 
@@ -292,8 +293,7 @@ def _jit_stdlib(kernel: Any = None) -> Iterator[None]:
     # (namespace, whether modules found in it are searched too): a kernel may call a helper as `mod.helper(...)`
     spaces = [(vars(mod), False) for name, mod in list(sys.modules.items())
               if name.startswith("triton.language") and mod is not None]
-    if kernel is not None:
-        spaces.append((kernel.__globals__, True))
+    spaces += [(f.__globals__, True) for f in ([kernel] if kernel is not None else []) + list(extra)]
     seen: set[int] = set()
     while spaces:
         ns, into_modules = spaces.pop()
