@@ -481,7 +481,7 @@ _SESSION: _Session | None = None  # the checked launch in progress (the simulato
 
 def _patch_launch(kmod: Any) -> None:
     """Wrap a kernel launch (checked under sanitizing), each block (fresh shared memory) and the barrier."""
-    call, run, sync = kmod.FakeCUDAKernel.__call__, kmod.BlockManager.run, kmod.BlockThread.syncthreads
+    call, sync = kmod.FakeCUDAKernel.__call__, kmod.BlockThread.syncthreads
 
     def __call__(self: Any, *args: Any) -> Any:  # noqa: N807
         global _SESSION
@@ -521,14 +521,18 @@ def _patch_launch(kmod: Any) -> None:
             ctx.shared.new_block(getattr(self._f, "__name__", "kernel"))
         session = _SESSION
         if session is None:
-            return run(self, grid_point, *args)
+            return _run_block(kmod, self, grid_point, args)
         session.begin_block(grid_point, self._block_dim)
-        run(self, grid_point, *session.wrap_args(args))
+        _run_block(kmod, self, grid_point, session.wrap_args(args))
         session.end_block()
         return None
 
     def syncthreads(self: Any) -> None:
-        sync(self)
+        block = getattr(self, "_wb_block", None)
+        if block is None:  # a thread the stock BlockManager.run started
+            sync(self)
+        else:
+            block.wait(self)
         self._wb_epoch += 1
         session = _SESSION
         if session is not None:
@@ -540,6 +544,91 @@ def _patch_launch(kmod: Any) -> None:
     kmod.BlockManager.run = block_run
     kmod.BlockThread._wb_epoch = 0  # barriers this thread has passed (a class default: set per thread on first)
     kmod.BlockThread.syncthreads = syncthreads
+
+
+class _BlockBarrier:
+    """One block's ``__syncthreads()``: the threads still running meet on a condition variable.
+
+    It replaces the simulator's scheduler, which polled every thread's state in a loop until all were blocked or
+    done: that loop held the GIL against the threads it waited for (about 70% of a barrier-heavy launch's time).
+    The rule is the simulator's: a barrier opens when every thread that has not returned reached it (threads that
+    returned early are not waited for; :mod:`workbench._sanitize`'s synccheck reports that divergence on its own).
+    """
+
+    def __init__(self, n: int) -> None:
+        self.cond = threading.Condition()
+        self.running, self.waiting, self.generation = n, 0, 0
+        self.failed: Any = None  # the first thread that raised
+        self.abort = False
+
+    def _open(self) -> None:
+        self.generation += 1
+        self.waiting = 0
+        self.cond.notify_all()
+
+    def wait(self, thread: Any) -> None:
+        """Block ``thread`` until every running thread of the block reached the barrier."""
+        with self.cond:
+            if self.abort:
+                raise RuntimeError("abort flag set on syncthreads call")
+            self.waiting += 1
+            if self.waiting == self.running:
+                self._open()
+            else:
+                gen = self.generation
+                while self.generation == gen and not self.abort:
+                    self.cond.wait()
+            if self.abort:
+                raise RuntimeError("abort flag set on syncthreads clear")
+
+    def done(self, thread: Any) -> None:
+        """Count ``thread`` out (returned or raised); the barrier opens if every other one is waiting at it."""
+        with self.cond:
+            self.running -= 1
+            if thread.exception is not None and self.failed is None:
+                self.failed = thread
+            if self.running and self.waiting == self.running:
+                self._open()
+            self.cond.notify_all()
+
+    def stop(self) -> None:
+        """Release every waiting thread with the simulator's abort error (a thread raised, or the launch ended)."""
+        with self.cond:
+            self.abort = True
+            self.cond.notify_all()
+
+
+def _run_block(kmod: Any, manager: Any, grid_point: Any, args: Sequence[Any]) -> None:
+    """Run one block's threads to the end (``BlockManager.run`` with a barrier that does not poll)."""
+    fn = manager._f
+    block = _BlockBarrier(int(np.prod(manager._block_dim)))
+
+    def target() -> None:
+        fn(*args)
+
+    class Thread(kmod.BlockThread):
+        def run(self) -> None:
+            try:
+                super().run()
+            finally:
+                block.done(self)
+
+    threads = [Thread(target, manager, grid_point, point, manager._debug)
+               for point in np.ndindex(*manager._block_dim)]
+    for t in threads:
+        t._wb_block = block
+        t.start()
+    try:
+        with block.cond:
+            while block.running and block.failed is None:
+                block.cond.wait(0.5)  # a timeout: signals (the checker's time limit) reach this thread
+    except BaseException:
+        block.stop()
+        raise
+    failed = block.failed or next((t for t in threads if t.exception is not None), None)
+    if failed is not None:  # abort the others, do not join them (as the simulator does)
+        block.stop()
+        raise failed.exception[0].with_traceback(failed.exception[1])
 
 
 def _patch_atomics(atomic_cls: Any) -> None:
@@ -847,6 +936,8 @@ class _Session:
         meta = self.metas.get(key)
         if meta is None:
             meta = self.metas[key] = _Meta(space, _array_name(frame, f"{space} array"), self, arr.itemsize)
+        if space == "shared":
+            meta.origin = self._data(arr)  # this block's array (access pictures count its banks from there)
         return _Tracked(arr, meta)
 
     def begin_block(self, grid_point: Any, block_dim: Any) -> None:
@@ -1142,6 +1233,10 @@ class _ProfileSession(_Session):
             self.counts.update(dict.fromkeys(keys, 0))
         self.counts["wb__barriers.sum"] = 0
         self.block_barriers: set[tuple[int, int]] = set()
+        from workbench import profile
+
+        self.trace = profile.trace_wanted()  # an access picture's block to trace (None: no trace, the usual case)
+        self.traced: list[tuple] = []
 
     def count_barrier(self, warp: int, ep: int) -> None:
         with self.lock:
@@ -1159,7 +1254,7 @@ class _ProfileSession(_Session):
         warps: dict[int, list[tuple[int, list]]] = {}
         for tid, log in logs:
             warps.setdefault(tid // 32, []).append((tid % 32, log))
-        for lanes in warps.values():
+        for wi, lanes in warps.items():
             requests: dict[tuple, list] = {}  # (code, offset, n-th execution by the lane) -> [(lane, access)]
             for lane, log in lanes:
                 nth: dict[tuple, int] = {}
@@ -1170,6 +1265,8 @@ class _ProfileSession(_Session):
                     requests.setdefault((site, k), []).append((lane, e))
             for members in requests.values():
                 self._count(members)
+            if self.trace is not None:
+                self._trace(wi, requests)
 
     def _count(self, members: list[tuple[int, tuple]]) -> None:
         by_space: dict[str, list[tuple[int, tuple]]] = {}
@@ -1208,6 +1305,44 @@ class _ProfileSession(_Session):
         c[keys[3]] += len(acc)
         c[keys[4]] += min(len(sectors), -(-nbytes // 32))
 
+    def _trace(self, wi: int, requests: dict[tuple, list]) -> None:
+        """Keep the requests of the block and warp an access picture asked for: (warp, [(lane, access)])."""
+        want, g = self.trace, tuple(self.kernel.grid_dim or (1,)) + (1, 1)
+        x, y, z = (tuple(self.blocks[-1]) + (0, 0))[:3]
+        if x + g[0] * (y + g[1] * z) == want.block and want.warp in (-1, wi):
+            self.traced += [(wi, members) for members in requests.values()]
+
+    def _report_trace(self, grid: tuple, block: tuple) -> None:
+        """Hand the traced requests to the access picture, in the CPU engine's trace format."""
+        import linecache
+
+        from workbench import access_picture, profile
+
+        regions: dict[Any, int] = {}
+        buffers: dict[int, tuple] = {}
+        shared: dict[Any, tuple[str, int, int]] = {}
+        rows, lines = [], {}
+        for seq, (wi, members) in enumerate(self.traced):
+            for lane, e in members:
+                m, code = e[_META], e[_CODE]
+                pc = hash((code, _instruction_start(code, e[_LASTI]))) & 0xFFFFFFFF
+                if pc not in lines:
+                    line = next((ln for a, b, ln in code.co_lines() if a <= e[_LASTI] < b), None)
+                    lines[pc] = (line, linecache.getline(code.co_filename, line).strip() if line else "")
+                flags = (4 if e[_KIND] == ATOMIC else 2 if e[_KIND] == WRITE else 1) << 28
+                if m.space == "global":
+                    rid = regions.setdefault(m, len(regions))
+                    arg = self.params.index(m.name) if m.name in self.params else None
+                    buffers[rid] = (m.name, arg, m.itemsize, 0, 0)
+                    rows.append((e[_ADDR] - m.origin, seq, flags | m.itemsize, pc, rid, wi, lane))
+                elif m.space == "shared":
+                    lo = shared.setdefault(m, (m.name, len(shared) << 16, 0))[1]  # 64 KiB apart, each from bank 0
+                    rows.append((lo + e[_ADDR] - m.origin, seq, flags | m.itemsize, pc, -1, wi, lane))
+        variables = [(n, lo, 1 << 16) for n, lo, _ in shared.values()]
+        profile.record_trace(access_picture.trace_from_rows(
+            rows, kernel=self.fn.__name__, backend="numba", grid=grid, block=block, traced_block=self.trace.block,
+            warp=self.trace.warp, buffers=buffers, shared=variables, lines=lines))
+
     def finish(self) -> None:
         """Raise a memcheck error if an index went out of bounds; otherwise hand the counts to wb.profile."""
         from workbench import profile
@@ -1219,6 +1354,8 @@ class _ProfileSession(_Session):
         c["wb__global_store_bytes.sum"] = 32 * c["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
         grid, block = tuple(self.kernel.grid_dim or ()), tuple(self.kernel.block_dim or ())
         c["wb__threads.sum"] = int(np.prod(grid or (1,))) * int(np.prod(block or (1,)))
+        if self.trace is not None:
+            self._report_trace(grid, block)
         profile.record_launch(self.fn.__name__, "numba", grid=grid, block=block, metrics=c)
 
 

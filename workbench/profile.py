@@ -29,6 +29,11 @@ How a backend contributes its counts (the contract for backend authors)
 3. A backend that cannot count a launch records it anyway with ``counted=False`` and a ``note`` saying why
    ("not counted for numba: ..."): the Profile then says what is missing instead of showing zeros.
 
+4. Access pictures (``Profile.picture``/``Profile.trace``) run the call again inside :func:`tracing`. A backend
+   that can trace asks :func:`trace_wanted` (None unless this launch is the one wanted: normal and profiled launches
+   pay one check) for the block and warp, and hands its per-lane accesses to :func:`record_trace` before it records
+   the launch (the format: ``workbench.access_picture.trace_from_rows``).
+
 Nothing here imports a backend: the CUDA C engine (workbench.cuda._cpu), the Triton interpreter
 (workbench._triton_interp) and the Numba simulator (workbench._numba_sim) import this module and report to it.
 """
@@ -51,10 +56,16 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from workbench.access_picture import LaunchTrace
 
 __all__ = ["METRICS", "LaunchRecord", "Metric", "NcuNotFoundError", "Profile", "ProfileError", "Report", "active",
-           "allocation_start", "counting", "profile", "record_launch", "register_metric", "resolve"]
+           "allocation_start", "counting", "profile", "record_launch", "record_trace", "register_metric", "resolve",
+           "trace_wanted", "tracing"]
 
 
 class ProfileError(RuntimeError):
@@ -363,6 +374,45 @@ def allocation_start(a: Any) -> int:
     return int(a.__array_interface__["data"][0]) if isinstance(a, np.ndarray) else 0
 
 
+@dataclass
+class TraceWanted:
+    """What an access picture asks the backend to trace: one launch of a re-run, one block, one warp or all (-1)."""
+
+    launch: int
+    block: int
+    warp: int
+    result: Any = None  # the backend's trace (workbench.access_picture.LaunchTrace)
+
+
+_TRACE: contextvars.ContextVar[TraceWanted | None] = contextvars.ContextVar("wb_trace", default=None)
+
+
+def trace_wanted() -> TraceWanted | None:
+    """Return what to trace when the launch about to be recorded is the one an access picture wants, else None."""
+    want, session = _TRACE.get(), _SESSION.get()
+    if want is None or session is None or len(session) != want.launch:
+        return None
+    return want
+
+
+def record_trace(trace: Any) -> None:
+    """Hand the trace of the launch about to be recorded to the access picture that asked for it."""
+    want = trace_wanted()
+    if want is not None:
+        want.result = trace
+
+
+@contextlib.contextmanager
+def tracing(launch: int, block: int, warp: int) -> Iterator[TraceWanted]:
+    """Trace one launch (its index in the call) inside the block; yields where the backend leaves the trace."""
+    want = TraceWanted(launch, block, warp)
+    token = _TRACE.set(want)
+    try:
+        yield want
+    finally:
+        _TRACE.reset(token)
+
+
 @contextlib.contextmanager
 def counting() -> Iterator[list[LaunchRecord]]:
     """Count every emulated launch inside the block; yields the list the launches are appended to."""
@@ -383,6 +433,8 @@ class Profile:
         self.source = source  # "emulated" (exact counts from the emulators) or "ncu" (a real GPU)
         self.target = target
         self.output = output  # what the call returned
+        self.rerun: Callable[[], Any] | None = None  # the call again (access pictures trace a second run of it)
+        self._traces: dict[tuple[int, int, int], Any] = {}
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -437,6 +489,29 @@ class Profile:
 
     def _repr_html_(self) -> str:
         return self.report()._repr_html_()
+
+    def trace(self, kernel: str | int | None = None, *, block: int | tuple[int, ...] = 0,
+              warp: int | str = 0) -> LaunchTrace:
+        """Return the per-lane accesses of one warp (or ``warp="all"``: the whole block) of one launch.
+
+        The call runs again with that block traced (CUDA C and Numba launches; see workbench.access_picture).
+        """
+        from workbench import access_picture
+
+        return access_picture.trace(self, kernel, block=block, warp=warp)
+
+    def picture(self, kernel: str | int | None = None, buffer: str | int | None = None, *,
+                block: int | tuple[int, ...] = 0, warp: int | str = 0, request: int = 0,
+                kind: str | None = None) -> go.Figure:
+        """Return a plotly figure of one request's accesses to ``buffer``: global sectors or shared banks, by lane.
+
+        ``kernel``: a kernel name or launch index (None: the only kernel); ``buffer``: a pointer parameter's name or
+        index, or a ``__shared__`` variable's name; ``warp="all"``: every warp of the block; ``kind``: ``"load"``,
+        ``"store"`` or ``"atomic"`` requests only. See workbench.access_picture.
+        """
+        from workbench import access_picture
+
+        return access_picture.picture(self, kernel, buffer, block=block, warp=warp, request=request, kind=kind)
 
     def __repr__(self) -> str:
         n = len(self.launches)
@@ -623,7 +698,9 @@ def profile(fn: Any, *inputs: Any, **kw: Any) -> Profile:
         return _profile_ncu(replay, name)
     with counting() as launches:
         out = call()
-    return Profile(launches, "emulated", name, out)
+    prof = Profile(launches, "emulated", name, out)
+    prof.rerun = call
+    return prof
 
 
 # ----------------------------------------------------------------------------------------------------- gpu: ncu

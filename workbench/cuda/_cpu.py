@@ -201,7 +201,17 @@ class _Desc(ctypes.Structure):  # wb_launch_desc in runtime/wb_runtime.cpp
                 ("profile", ctypes.c_int), ("nregion", ctypes.c_int), ("region", ctypes.c_void_p),
                 ("prof_cap", ctypes.c_uint64), ("prof", ctypes.c_uint64 * 32),
                 ("guarded", ctypes.c_int), ("buf_flags", ctypes.c_void_p), ("err_pc", ctypes.c_uint64),
-                ("err_param", ctypes.c_int), ("err_kind", ctypes.c_int)]
+                ("err_param", ctypes.c_int), ("err_kind", ctypes.c_int),
+                ("trace_block", ctypes.c_int64), ("trace_warp", ctypes.c_int), ("trace", ctypes.c_void_p),
+                ("trace_cap", ctypes.c_uint64), ("ntrace", ctypes.c_uint64)]
+
+
+class _TraceEntry(ctypes.Structure):  # wb_trace_entry in runtime/wb_runtime.cpp
+    _fields_ = [("off", ctypes.c_uint64), ("req", ctypes.c_uint32), ("size_flags", ctypes.c_uint32),
+                ("pc", ctypes.c_uint32), ("region", ctypes.c_int16), ("warp", ctypes.c_uint8), ("lane", ctypes.c_uint8)]
+
+
+TRACE_CAP = 1 << 20  # accesses an access picture's traced block may log (24 bytes each)
 
 
 # The runtime's P_* counters, in order, and the profile metric each one is (None: not reported).
@@ -995,16 +1005,83 @@ def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tup
     _check_config(info, module, g, b, shared_mem, max_dynamic_smem)
     arr, keep, bufs = convert_args(info, args)
     d = _describe_launch(module, info, g, b, shared_mem, arr, bufs, keep, tuple(buffers))
+    trace = _describe_trace(d) if module.profile else None
     rc = runtime().wb_launch2(ctypes.byref(d))
     _raise_for(rc, d, module, info, g, b, bufs)
     del keep
     if not module.profile:
         return None
+    if trace is not None:
+        _report_trace(trace, d, module, info, g, b, bufs, tuple(buffers))
     counts = {k: int(d.prof[i]) for i, k in enumerate(PROFILE_COUNTERS) if k}
     counts["wb__threads.sum"] = g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
     counts["wb__global_load_bytes.sum"] = 32 * counts["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
     counts["wb__global_store_bytes.sum"] = 32 * counts["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
     return counts
+
+
+def _describe_trace(d: _Desc) -> Any:
+    """Ask the runtime to trace the block an access picture wants (wb.profile(...).picture); None when none does."""
+    from workbench import profile as _profile
+
+    want = _profile.trace_wanted()
+    if want is None:
+        return None
+    entries = (_TraceEntry * TRACE_CAP)()
+    d.trace_block, d.trace_warp = want.block, want.warp
+    d.trace, d.trace_cap = ctypes.cast(entries, ctypes.c_void_p), TRACE_CAP
+    return entries
+
+
+def _itemsize(code: str) -> int:
+    """Return the bytes of a pointer parameter's pointee (1 for void and unknown types)."""
+    c = code[2:] if code.startswith("*c") else code[1:]
+    digits = re.sub(r"^[a-z]+", "", c)
+    if c.startswith("s") and digits.isdigit():
+        return int(digits)
+    return int(digits) // 8 if digits.isdigit() else 1
+
+
+def _trace_buffers(module: CpuModule, info: KernelInfo, bufs: list[tuple[int, ...]], extra: tuple) -> dict:
+    """Return {region id: (name, kernel parameter or None, element bytes, bytes from allocation start, bytes)}."""
+    out = {}
+    for i, b in enumerate(bufs):
+        p = b[2]
+        out[i] = (info.params[p].name, p, _itemsize(info.codes[p]), b[0] - b[4], b[1])
+    for j, a in enumerate(x for x in extra if isinstance(x, np.ndarray) and x.nbytes):
+        out[len(bufs) + j] = (f"buffers[{j}]", None, a.itemsize, a.ctypes.data - (_alloc_base(a) or a.ctypes.data),
+                              a.nbytes)
+    return out
+
+
+def _shared_variables(module: CpuModule) -> list[tuple[str, int, int]]:
+    """Return the static __shared__ variables as (name, offset in the module's TLS block, bytes), by offset."""
+    vs = [t for t in (module.image.tls if module.image else ()) if t.size and not _elf.is_internal_tls(t.name)
+          and not t.name.startswith(("_ZGV", "wb_"))]
+    return [(_sanitizer.demangle(t.name).split("::")[-1], t.value, t.size) for t in sorted(vs, key=lambda t: t.value)]
+
+
+def _report_trace(entries: Any, d: _Desc, module: CpuModule, info: KernelInfo, g: tuple, b: tuple,
+                  bufs: list[tuple[int, ...]], extra: tuple) -> None:
+    """Hand the traced block's accesses to the access picture that asked for them."""
+    from workbench import access_picture
+    from workbench import profile as _profile
+
+    n = min(int(d.ntrace), TRACE_CAP)
+    raw = np.frombuffer(entries, dtype=np.dtype([("off", "<u8"), ("req", "<u4"), ("size_flags", "<u4"),
+                                                 ("pc", "<u4"), ("region", "<i2"), ("warp", "u1"), ("lane", "u1")]),
+                        count=n)
+    pcs = {int(x) for x in np.unique(raw["pc"])}
+    text = module.source.text.splitlines()
+    own = os.path.basename(module.source.display_name)
+    lines = {pc: (ln, text[ln - 1].strip() if ln and f and os.path.basename(f) == own and ln <= len(text) else "")
+             for pc, (f, ln, _) in _sanitizer.resolve(module.so_path, pcs).items()}
+    dyn = module.extern_shared_names
+    _profile.record_trace(access_picture.trace_from_rows(
+        raw.tolist(), kernel=info.name, backend="cuda", grid=g, block=b, traced_block=int(d.trace_block),
+        warp=int(d.trace_warp), buffers=_trace_buffers(module, info, bufs, extra),
+        shared=_shared_variables(module), dynamic_name=dyn[0] if len(dyn) == 1 else "extern __shared__",
+        dynamic_bytes=int(d.smem), lines=lines, dropped=int(d.ntrace) - n))
 
 
 ERR_READONLY, ERR_GUARD, ERR_CANARY = 7, 6, 8  # the runtime's ERR_* codes that name a buffer

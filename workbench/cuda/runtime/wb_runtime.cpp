@@ -119,6 +119,22 @@ struct wb_launch_desc {
   uint64_t err_pc;           // out: module offset + 1 of the failing instruction or call (0: unknown)
   int err_param;             // out: the buffer (index into buf_*) a failing access hit (-1: none)
   int err_kind;              // out: ERR_* (what failed)
+  // profile launches traced for an access picture (wb.profile(...).picture): each access of the requests one block
+  // makes, per lane, as counted (trace_block < 0: none; the layout of wb_trace_entry is mirrored in _cpu.py)
+  int64_t trace_block;       // linear index of the block to trace
+  int trace_warp;            // its warp to trace (-1: every warp)
+  struct wb_trace_entry* trace;
+  uint64_t trace_cap;
+  uint64_t ntrace;           // out: entries made (above trace_cap: only the first trace_cap were kept)
+};
+
+struct wb_trace_entry {
+  uint64_t off;         // global: bytes from the buffer's allocation start; shared: bytes from the window start
+  uint32_t req;         // the request, numbered in the order the block's requests were counted
+  uint32_t size_flags;  // bytes | WB_SAN_* flags << 28
+  uint32_t pc;          // module offset of the access site
+  int16_t region;       // global: index of the buffer in wb_launch_desc.region; -1 static, -2 dynamic shared memory
+  uint8_t warp, lane;
 };
 
 enum { WB_BUF_READONLY = 1 };  // the caller's array must not be written (numpy writeable=False)
@@ -217,6 +233,7 @@ struct San {
 struct ProfRegion {
   uintptr_t lo, hi, base;  // [lo, hi) holds the buffer; sectors are counted from `base` (its allocation start)
   int kind;                // 1 global memory, 3 the kernel's parameters (not counted)
+  int id;                  // its index in wb_launch_desc.region (traces name the buffer by it)
 };
 
 struct PLog {  // profile: one fiber's access log (kept by the worker across blocks of a launch)
@@ -281,6 +298,7 @@ struct Launch {
   bool prof = false;
   uint64_t prof_tot[P_N] = {};
   std::vector<struct ProfRegion> regions;  // profile: the pointer arguments' buffers, sorted, disjoint
+  uint64_t ntrace = 0;  // trace entries made (only the worker running the traced block writes them)
 };
 
 struct Worker {
@@ -312,6 +330,8 @@ struct Worker {
   size_t plog_total = 0;
   uint64_t pcnt[P_N] = {};
   size_t last_region = 0;
+  bool trace_block = false;  // an access picture traces this block
+  uint32_t trace_req = 0;
   std::vector<uint64_t> scratch;
   std::vector<ProfGroup> groups;
   std::unordered_map<uint64_t, uint32_t> group_of;
@@ -720,6 +740,30 @@ bool prof_uniform(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, 
   return true;
 }
 
+// A traced request (an access picture): each lane's access to global or shared memory, as prof_request counts it.
+void prof_trace(Worker* w, const ProfWhere& P, int wi, const wb_prof_entry* const* e, const unsigned char* lane,
+                int n) {
+  Launch* L = w->L;
+  const uint32_t req = w->trace_req++;
+  const uint32_t mod = (uint32_t)L->d->module_base;
+  for (int i = 0; i < n; ++i) {
+    uint64_t off = 0;
+    const uintptr_t a = (uintptr_t)e[i]->addr;
+    const int where = prof_classify(w, P, a, &off);
+    if (where != 1 && where != 2) continue;
+    const uint64_t k = L->ntrace++;
+    if (k >= L->d->trace_cap) continue;
+    wb_trace_entry& t = L->d->trace[k];
+    t.off = off;
+    t.req = req;
+    t.size_flags = e[i]->size_flags;
+    t.pc = e[i]->pc - mod;
+    t.region = (int16_t)(where == 1 ? L->regions[w->last_region].id : (a - P.st_lo < P.st_bytes ? -1 : -2));
+    t.warp = (uint8_t)wi;
+    t.lane = lane[i];
+  }
+}
+
 // One warp-level request: the entries of its active lanes (`lane`: their lane numbers), split by memory space.
 void prof_request(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, const unsigned char* lane, int n) {
   if (prof_uniform(w, P, e, n)) return;
@@ -748,9 +792,8 @@ void prof_request(Worker* w, const ProfWhere& P, const wb_prof_entry* const* e, 
   if (ns) prof_shared(w, soff, ssz, slane, ns, sflags);
 }
 
-// Lanes whose logs differ (divergence): group the k-th execution of each site by each lane.
-void prof_general(Worker* w, const ProfWhere& P, const wb_prof_entry* const* lg, const size_t* cnt,
-                  const unsigned char* lanes, int k) {
+// Lanes whose logs differ (divergence): group the k-th execution of each site by each lane (into w->groups).
+void prof_group(Worker* w, const wb_prof_entry* const* lg, const size_t* cnt, const unsigned char* lanes, int k) {
   w->groups.clear();
   w->group_of.clear();
   for (int j = 0; j < k; ++j) {
@@ -775,7 +818,39 @@ void prof_general(Worker* w, const ProfWhere& P, const wb_prof_entry* const* lg,
       G.n++;
     }
   }
+}
+
+void prof_general(Worker* w, const ProfWhere& P, const wb_prof_entry* const* lg, const size_t* cnt,
+                  const unsigned char* lanes, int k) {
+  prof_group(w, lg, cnt, lanes, k);
   for (const ProfGroup& G : w->groups) prof_request(w, P, G.e, G.lane, G.n);
+}
+
+// The logs of lanes that ran the same sequence of sites: the i-th entries of all of them are one request.
+bool prof_same_sites(const wb_prof_entry* const* lg, const size_t* cnt, int k) {
+  for (int j = 1; j < k; ++j) {
+    if (cnt[j] != cnt[0]) return false;
+    for (size_t i = 0; i < cnt[0]; ++i)
+      if (lg[j][i].pc != lg[0][i].pc) return false;
+  }
+  return true;
+}
+
+// An access picture traces this block: keep warp wi's requests (grouped as they are counted), before they are.
+void prof_trace_warp(Worker* w, const ProfWhere& P, int wi, const wb_prof_entry* const* lg, const size_t* cnt,
+                     const unsigned char* lanes, int k) {
+  const int tw = w->L->d->trace_warp;
+  if (tw >= 0 && tw != wi) return;
+  if (!prof_same_sites(lg, cnt, k)) {
+    prof_group(w, lg, cnt, lanes, k);
+    for (const ProfGroup& G : w->groups) prof_trace(w, P, wi, G.e, G.lane, G.n);
+    return;
+  }
+  const wb_prof_entry* e[32];
+  for (size_t i = 0; i < cnt[0]; ++i) {
+    for (int j = 0; j < k; ++j) e[j] = &lg[j][i];
+    prof_trace(w, P, wi, e, lanes, k);
+  }
 }
 
 ProfWhere prof_where(Worker* w) {
@@ -807,6 +882,7 @@ void prof_flush_warp(Worker* w, int wi) {
   }
   if (k == 0) return;
   const ProfWhere P = prof_where(w);
+  if (__builtin_expect(w->trace_block, 0)) prof_trace_warp(w, P, wi, lg, cnt, lanes, k);
   bool same = true;  // the usual case: every active lane ran the same sequence of sites
   for (int j = 1; j < k && same; ++j) {
     if (cnt[j] != cnt[0]) {
@@ -1516,6 +1592,8 @@ void init_block(Worker* w, Launch* L, long b, int n) {
   w->bar_acc[0] = 0;
   w->bar_acc[1] = 1;
   w->bar_acc[2] = 0;
+  w->trace_block = L->prof && L->d->trace && b == L->d->trace_block;
+  w->trace_req = 0;
   int nwarps = (n + 31) / 32;
   for (int i = 0; i < nwarps; ++i) {
     Warp& W = w->warps[i];
@@ -2371,6 +2449,7 @@ static int finish(Launch* L, wb_launch_desc* d) {
   }
   d->nrecords = n;
   for (int i = 0; i < P_N && i < 32; ++i) d->prof[i] = L->prof_tot[i];
+  d->ntrace = L->ntrace;
   d->elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - L->start).count();
   d->estimate = L->estimate;
   d->blocks_done = L->done.load();
@@ -2423,7 +2502,7 @@ WB_EXPORT int wb_launch2(wb_launch_desc* d) {
     L.prof = true;
     for (int i = 0; i < d->nregion; ++i) {
       const uint64_t* r = d->region + 4 * i;
-      if (r[1] > r[0]) L.regions.push_back(ProfRegion{r[0], r[1], r[2] <= r[0] ? r[2] : r[0], (int)r[3]});
+      if (r[1] > r[0]) L.regions.push_back(ProfRegion{r[0], r[1], r[2] <= r[0] ? r[2] : r[0], (int)r[3], i});
     }
     std::sort(L.regions.begin(), L.regions.end(), [](const ProfRegion& a, const ProfRegion& b) { return a.lo < b.lo; });
     std::vector<ProfRegion> merged;  // aliasing arguments (an in-place kernel): one region, the lower base
