@@ -2,10 +2,40 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
 
 import workbench as wb
 from workbench.checker import CheckReport
+
+#: Set by tests/conftest.py for the whole run: a folder that pytest-xdist's workers share. A report computed by one
+#: worker is read there by the others (test_ops.py and an op's own test file often land on different workers).
+SHARED_ENV = "WORKBENCH_TEST_REPORTS"
+
+
+def shared(kind: str, op: str, name: str, compute: Callable[[], object]) -> object:
+    """Return ``compute()`` for (kind, op, name), computed once per test run across workers (a file lock each)."""
+    folder = os.environ.get(SHARED_ENV)
+    if not folder:
+        return compute()
+    base = Path(folder) / f"{kind}-{op}-{name}"
+    with open(base.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker computing it: wait for its result, do not redo it
+        done = base.with_suffix(".pickle")
+        if done.exists():
+            return pickle.loads(done.read_bytes())
+        value = compute()
+        try:
+            data = pickle.dumps(value)
+        except Exception:  # noqa: BLE001  (a report that cannot be pickled is kept by this worker only)
+            return value
+        done.with_suffix(".tmp").write_bytes(data)
+        done.with_suffix(".tmp").replace(done)
+        return value
 
 
 def cost(op: str, shape: dict) -> int:
@@ -32,7 +62,7 @@ def wrong_report(op: str, name: str) -> CheckReport:
     tests/test_ops.py asserts the diagnosis; an op's own test file may look closer at the same report.
     """
     v = wb.variant(op, name)
-    return wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=cheap_shapes(op))
+    return shared("wrong", op, name, lambda: wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=cheap_shapes(op)))
 
 
 # ------------------------------------------------------------------------------------------ correct variants
@@ -142,7 +172,7 @@ def variant_reports(op: str, name: str) -> tuple[CheckReport, ...]:
     shapes, cases covered) without running them again.
     """
     v = wb.variant(op, name)
-    return tuple(wb.check(v, **kw) for kw in check_runs(op, v))
+    return shared("variant", op, name, lambda: tuple(wb.check(v, **kw) for kw in check_runs(op, v)))
 
 
 def variant_report(op: str, name: str) -> CheckReport:

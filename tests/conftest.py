@@ -29,6 +29,20 @@ CPU_MODE = workbench.mode() == "cpu"
 requires_cpu_mode = pytest.mark.skipif(not CPU_MODE, reason="asserts cpu-mode (emulated) behaviour")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the run one folder for reports its xdist workers share (tests/_ops.py), made before they start."""
+    from tests._ops import SHARED_ENV
+
+    if hasattr(config, "workerinput") or os.environ.get(SHARED_ENV):
+        return  # a worker (it inherited the controller's folder), or a caller that chose one
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="wb-test-reports-")
+    os.environ[SHARED_ENV] = folder
+    config.add_cleanup(lambda: (os.environ.pop(SHARED_ENV, None), shutil.rmtree(folder, ignore_errors=True)))
+
+
 @functools.lru_cache(maxsize=1)
 def load_script(rel_path: str):
     """Import a script that is not in a package (``benchmarks/moe_goals.py``) as a module, by its path."""
