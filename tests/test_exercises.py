@@ -267,7 +267,7 @@ MISTAKES = [
     ("attention-online-softmax", "acc not rescaled when the max grows",
      [("acc = acc * alpha[:, None] + tl.dot(", "acc = acc + tl.dot(")], "online_rescale"),
     ("attention-causal-skip", "no mask inside the tiles that straddle the diagonal",
-     [('            s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float("inf"))', "            s = s")],
+     [('        s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float("inf"))', "        s = s")],
      "causal_diagonal"),
     ("rmsnorm-reduction-kernel", "the map without the square: a row sum of x, not of x * x",
      [('"(float)x * (float)x"', '"x"')], "computed_nan"),

@@ -63,6 +63,7 @@ _LAZY = {
     "mock_interview": ("workbench.practice", "mock_interview"),
     "progress": ("workbench.practice", "progress"),
     "roofline": ("workbench.plots", "roofline"),
+    "ladder_table": ("workbench.ladder", "ladder_table"),
     "explore": ("workbench.ui", "explore"),
     "show_source": ("workbench.ui", "show_source"),
     "diff": ("workbench.ui", "diff"),

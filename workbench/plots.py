@@ -32,6 +32,7 @@ __all__ = [
     "compare_variants",
     "explorer",
     "roofline",
+    "routing_explorer",
     "save_html",
     "throughput_vs_size",
     "traffic_model",
@@ -1213,5 +1214,79 @@ def explorer(
     box.throughput_figure = thr_fig
     box.figures = (roof_fig, thr_fig)
     box.info = info
+    box.refresh = refresh
+    return box
+
+
+# ---------------------------------------------------------------------------------------------------------
+# routing explorer
+
+
+def _check_routing_args(T: Any, E: Any, top_k: Any, seed: Any, skew: Any, max_skew: Any) -> None:
+    """Raise ValueError naming routing_explorer when an argument is not what it expects."""
+    for name, v in (("T", T), ("E", E), ("top_k", top_k), ("seed", seed)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "seed" else 1):
+            raise ValueError(f"routing_explorer: {name} must be an int >= {0 if name == 'seed' else 1}, got {v!r}")
+    if top_k > E:
+        raise ValueError(f"routing_explorer: top_k must be in [1, E={E}], got {top_k}")
+    for name, v in (("skew", skew), ("max_skew", max_skew)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+            raise ValueError(f"routing_explorer: {name} must be a finite number >= 0, got {v!r}")
+    if skew > max_skew:
+        raise ValueError(f"routing_explorer: skew must be <= max_skew={max_skew}, got {skew}")
+
+
+def routing_explorer(T: int = 4096, E: int = 64, top_k: int = 8, seed: int = 0, *, skew: float = 2.0,
+                     max_skew: float = 4.0) -> Any:
+    """Build a slider over router skew and a bar chart of tokens per expert; return an ``ipywidgets.VBox``.
+
+    ``T`` tokens are routed to their ``top_k`` of ``E`` experts (softmax, then top-k, as the moe contract routes)
+    from seeded standard-normal logits: once as they are (a uniform router), once with a learned-looking bias
+    ``skew * (1 - e / (E - 1))^3`` added to expert e's logit (strongest for the first experts). The imbalance factor
+    is the busiest expert's load over the mean load (1 for a perfectly balanced router): the busiest expert sets the
+    pace of a grouped GEMM. Moving the slider (0 to ``max_skew``) redraws the skewed bars in place. The returned box
+    exposes ``skew_slider``, ``figure`` (the FigureWidget: trace 0 uniform, trace 1 skewed), ``info``,
+    ``loads(skew) -> (counts per expert, imbalance)``, ``imbalance(skew)`` and ``refresh()``.
+    """
+    import ipywidgets as widgets
+    import torch
+
+    _check_routing_args(T, E, top_k, seed, skew, max_skew)
+    base = torch.randn(T, E, generator=torch.Generator().manual_seed(seed))  # the uniform router's logits
+    popular = torch.linspace(1, 0, E) ** 3  # a learned-looking bias, strongest for the first experts
+
+    def loads(s: float) -> tuple[list[int], float]:
+        probs = torch.softmax(base + float(s) * popular, dim=-1)
+        counts = torch.bincount(torch.topk(probs, top_k, dim=-1).indices.reshape(-1), minlength=E)
+        return counts.tolist(), counts.max().item() / counts.float().mean().item()
+
+    c0, imb0 = loads(0.0)
+    fig = go.FigureWidget(layout=dict(barmode="overlay", height=360, xaxis_title="expert",
+                                      yaxis_title="(token, expert) slots",
+                                      title=f"Tokens per expert: T={T}, E={E}, top-{top_k}"))
+    fig.add_bar(x=list(range(E)), y=c0, name=f"uniform router (max/mean {imb0:.2f})", opacity=0.6)
+    fig.add_bar(x=list(range(E)), y=c0, name="skewed router", opacity=0.6)
+    step = max_skew / 8 if max_skew > 0 else 0.5
+    slider = widgets.FloatSlider(value=float(skew), min=0.0, max=float(max_skew), step=step,
+                                 description="router skew", continuous_update=False)
+    info = widgets.HTML()
+
+    def refresh(*_: Any) -> None:
+        counts, imb = loads(slider.value)
+        with fig.batch_update():
+            fig.data[1].y = counts
+            fig.data[1].name = f"skewed router (max/mean {imb:.2f})"
+        mean = T * top_k / E
+        info.value = (f"busiest expert: {max(counts)} slots, mean {mean:.0f}: imbalance <b>{imb:.2f}</b>; "
+                      f"experts with no token: {sum(c == 0 for c in counts)}")
+
+    slider.observe(refresh, names="value")
+    refresh()
+    box = widgets.VBox([slider, info, fig])
+    box.skew_slider = slider
+    box.figure = fig
+    box.info = info
+    box.loads = loads
+    box.imbalance = lambda s: loads(s)[1]
     box.refresh = refresh
     return box

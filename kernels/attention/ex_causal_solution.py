@@ -1,69 +1,34 @@
-import math
-
 import torch
 import triton
 import triton.language as tl
 
-import workbench as wb
-
-BLOCK_M = BLOCK_N = 16  # square tiles: query tile i's diagonal is key tile i, so S = 40 has 3 x 3 tile pairs
+from kernels.attention.ex_common import flash_forward  # the kernel around your helpers, and its launch
 
 
 @triton.jit
-def flash_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, Sq, Sk, D, scale, CAUSAL: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    pid_m = tl.program_id(0)  # which tile of BLOCK_M query rows
-    bh = tl.program_id(1).to(tl.int64)  # which (batch, head): q, k, v, o are contiguous [B*H, S, D]
-    q_ptr += bh * Sq * D
-    o_ptr += bh * Sq * D
-    k_ptr += bh * Sk * D
-    v_ptr += bh * Sk * D
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    row_ok = (offs_m[:, None] < Sq) & (offs_d[None, :] < D)
-    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :], mask=row_ok, other=0.0)  # read once, reused Sk times
-
-    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)  # running max of each row's scores
-    l_i = tl.zeros((BLOCK_M,), tl.float32)  # running sum of exp(s - m_i)
-    acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)  # running sum of exp(s - m_i) * v
+def key_tiles_end(pid_m, Sk, BLOCK_M: tl.constexpr, CAUSAL: tl.constexpr):
+    """Return the end of query tile pid_m's loop over the keys: it visits the key tiles that start below it."""
     # >>> learner
     #> # TODO (causal, 1 of 2): with CAUSAL, key tiles past this query tile's diagonal are fully masked. Stop before.
-    #> hi = Sk
+    #> return Sk
     # Causal: query i sees keys j <= i (top-left aligned, also when Sq != Sk). Key tiles past this query tile's
     # diagonal are fully masked: stop before them. For Sq = Sk that skips (T - 1) T / 2 of the T^2 tile pairs.
     hi = tl.minimum((pid_m + 1) * BLOCK_M, Sk) if CAUSAL else Sk
+    return hi
     # <<< learner
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        col_ok = (offs_n[:, None] < Sk) & (offs_d[None, :] < D)
-        k = tl.load(k_ptr + offs_n[:, None] * D + offs_d[None, :], mask=col_ok, other=0.0)
-        v = tl.load(v_ptr + offs_n[:, None] * D + offs_d[None, :], mask=col_ok, other=0.0)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale  # [BLOCK_M, BLOCK_N] scores, fp32
-        s = tl.where(offs_n[None, :] < Sk, s, -float("inf"))  # keys past Sk add exp(-inf) = 0
-        # >>> learner
-        #> # TODO (causal, 2 of 2): with CAUSAL, query i must not see key j > i. Mask those scores.
-        if CAUSAL:  # only the diagonal tile has masked pairs; masking every tile is simpler and costs no reads
-            s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float("inf"))
-        # <<< learner
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))  # finite: every row sees key start_n <= its own index
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m_i - m_new)  # rescale the old sums to the new max (exp(-inf) = 0 on the first tile)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-        m_i = m_new
-    o = acc / l_i[:, None]
-    tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], o.to(o_ptr.dtype.element_ty), mask=row_ok)
+
+
+@triton.jit
+def causal_mask(s, offs_m, offs_n, CAUSAL: tl.constexpr):
+    """Return the scores s [BLOCK_M, BLOCK_N] (query rows offs_m, keys offs_n), -inf where a query must not look."""
+    # >>> learner
+    #> # TODO (causal, 2 of 2): with CAUSAL, query i must not see key j > i. Mask those scores.
+    if CAUSAL:  # only the diagonal tile has masked pairs; masking every tile is simpler and costs no reads
+        s = tl.where(offs_m[:, None] >= offs_n[None, :], s, -float("inf"))
+    # <<< learner
+    return s
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
               scale: float | None = None) -> torch.Tensor:
-    b, h, sq, d = q.shape
-    sk = k.shape[2]
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    out = wb.empty_like(q)
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    block_d = max(16, triton.next_power_of_2(d))  # tl.dot needs every dimension >= 16
-    grid = (triton.cdiv(sq, BLOCK_M), b * h)
-    flash_fwd_kernel[grid](q, k, v, out, sq, sk, d, scale, CAUSAL=causal, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                           BLOCK_D=block_d)
-    return out
+    return flash_forward(q, k, v, causal, scale, key_tiles_end=key_tiles_end, causal_mask=causal_mask)

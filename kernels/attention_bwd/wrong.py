@@ -1,7 +1,8 @@
 """Known-wrong attention_bwd kernel: the dK/dV step of a FlashAttention backward without the softmax's Delta term.
 
-``wrong_no_delta`` runs the attention-bwd-dkdv exercise's solution (its ``dq_kernel`` and ``masked_scores``, and
-its ``dkdv_kernel`` copied here so that it calls the step below) with one line of ``dkdv_step`` changed:
+``wrong_no_delta`` runs the attention-bwd-dkdv exercise's kernels (``ex_common.py``'s ``dq_kernel`` and
+``masked_scores``, and its ``dkdv_kernel`` copied here so that it calls the step below) with one line of the
+solution's ``dkdv_step`` changed:
 ``dS = P * dP`` where the softmax backward is ``dS = P * (dP - Delta)``, ``Delta_i = rowsum(dO_i * O_i)``. The
 Jacobian of a softmax row is ``diag(p) - p p^T``: dropping Delta drops the ``- p p^T`` part, the term that keeps
 every row of dS summing to zero (probabilities sum to 1, so their gradient has no component along the all-ones
@@ -23,7 +24,7 @@ import triton
 import triton.language as tl
 
 import workbench as wb
-from kernels.attention_bwd.ex_dkdv_solution import BLOCK_M, BLOCK_N, dq_kernel, masked_scores
+from kernels.attention_bwd.ex_common import BLOCK_M, BLOCK_N, dq_kernel, masked_scores
 from workbench import register
 from workbench.registry import CpuLimit
 

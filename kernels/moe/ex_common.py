@@ -1,19 +1,53 @@
-"""What the two Triton moe exercises share: routing and alignment in torch, and each exercise's solved kernel.
+"""What the two Triton moe exercises share: routing and alignment in torch, the gate/up kernel and the launches.
 
-``ex-silu`` fills in the gate/up kernel and borrows the solved down-and-combine launch from here; ``ex-combine``
-fills in the down kernel and borrows the solved gate/up launch. Both solved kernels live in their solution files;
-this module only wraps them, so each kernel is written exactly once.
+``ex-silu`` (moe-silu-and-mul) writes ``silu_and_mul``, the epilogue that ``gate_up_kernel`` (here) calls, and
+borrows the solved down-and-combine launch from here; ``ex-combine`` (moe-weighted-combine) fills in the down
+kernel and borrows the solved gate/up launch. The solved epilogue and down kernel live in their solution files;
+this module only wraps them, so each is written exactly once.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
+import triton.language as tl
 
+from kernels._triton_hooks import with_helpers
 from kernels.moe.reference import route
 from kernels.moe_align.reference import torch_sort
 
 BLOCK = 16  # tiny tiles: the Triton interpreter costs ~1 ms per program, and tl.dot needs dims >= 16
+
+silu_and_mul = None  # the epilogue gate_up_kernel calls: bound per launch by gate_up_silu
+
+
+@triton.jit
+def gate_up_kernel(x_ptr, w1_ptr, a_ptr, sorted_ptr, expert_ptr, npad_ptr, n_slots, top_k, d, inter,
+                   PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)  # a block of BLOCK_M padded rows, all of one expert
+    pid_n = tl.program_id(1)  # a tile of BLOCK_N columns of the intermediate I
+    if pid_m * BLOCK_M >= tl.load(npad_ptr):
+        return  # a block past the used rows (the grid is sized for the worst case)
+    e = tl.load(expert_ptr + pid_m).to(tl.int64)
+    slots = tl.load(sorted_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
+    valid = slots < n_slots  # padding rows hold the sentinel n_slots = T * top_k
+    tok = slots // top_k  # gather straight from x: no permuted copy of the activations
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    w_gate = w1_ptr + e * 2 * inter * d + cols[None, :] * d  # rows 0..I-1 of w1[e]
+    w_up = w_gate + inter * d  # rows I..2I-1
+    gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, d, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(x_ptr + tok[:, None] * d + ks[None, :], mask=valid[:, None] & (ks[None, :] < d), other=0.0)
+        wmask = (ks[:, None] < d) & (cols[None, :] < inter)
+        gate = tl.dot(a, tl.load(w_gate + ks[:, None], mask=wmask, other=0.0), gate, input_precision=PRECISION)
+        up = tl.dot(a, tl.load(w_up + ks[:, None], mask=wmask, other=0.0), up, input_precision=PRECISION)
+    act = silu_and_mul(gate, up)  # the fused epilogue: the exercise's helper
+    tl.store(a_ptr + slots[:, None] * inter + cols[None, :], act.to(a_ptr.dtype.element_ty),
+             mask=valid[:, None] & (cols[None, :] < inter))
 
 
 def route_and_align(router_logits: torch.Tensor, top_k: int, renormalize: bool
@@ -25,17 +59,17 @@ def route_and_align(router_logits: torch.Tensor, top_k: int, renormalize: bool
 
 
 def gate_up_silu(x: torch.Tensor, w1: torch.Tensor, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
-                 n_padded: torch.Tensor, top_k: int) -> torch.Tensor:
-    """Return a[T*k, I] = SiLU(x w_gate^T) * (x w_up^T) per slot, with the solved kernel of ex-silu."""
-    from kernels.moe.ex_silu_solution import gate_up_kernel
-
+                 n_padded: torch.Tensor, top_k: int, silu_and_mul: Any = None) -> torch.Tensor:
+    """Return a[T*k, I] = silu_and_mul(x w_gate^T, x w_up^T) per slot (by default the solved epilogue of ex-silu)."""
+    if silu_and_mul is None:
+        from kernels.moe.ex_silu_solution import silu_and_mul
+    kernel = with_helpers(gate_up_kernel, "gate_up_silu", silu_and_mul=silu_and_mul)
     t, d = x.shape
     inter = w1.shape[1] // 2
     a = torch.empty((t * top_k, inter), dtype=x.dtype, device=x.device)
     grid = (expert_ids.numel(), triton.cdiv(inter, BLOCK))
-    gate_up_kernel[grid](x, w1, a, sorted_ids, expert_ids, n_padded, t * top_k, top_k, d, inter,
-                         PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
-                         BLOCK_M=BLOCK, BLOCK_N=BLOCK, BLOCK_K=BLOCK)
+    kernel[grid](x, w1, a, sorted_ids, expert_ids, n_padded, t * top_k, top_k, d, inter,
+                 PRECISION="ieee" if x.dtype == torch.float32 else "tf32", BLOCK_M=BLOCK, BLOCK_N=BLOCK, BLOCK_K=BLOCK)
     return a
 
 
