@@ -477,6 +477,7 @@ def _patch_memory(kmod: Any, api: Any) -> None:
 
 # ------------------------------------------------------------------------------------------- launch patches
 _SESSION: _Session | None = None  # the checked launch in progress (the simulator runs one launch at a time)
+LAUNCHES = 0  # simulated kernel launches so far in this process (the checker skips its costliest probe for them)
 
 
 def _patch_launch(kmod: Any) -> None:
@@ -488,8 +489,10 @@ def _patch_launch(kmod: Any) -> None:
         from workbench import profile
         from workbench._sanitize import active
 
+        global LAUNCHES
         nested = self._device or kmod._get_kernel_context() is not None
         if not nested and self.grid_dim is not None:  # unconfigured: the simulator's own error comes first
+            LAUNCHES += 1
             from workbench import _numba_gate
 
             _numba_gate.check(self, args)  # Numba's CUDA compiler must accept it first (WORKBENCH_FRONTEND=0: skip)

@@ -338,13 +338,25 @@ def check(ifn: Any, args: tuple, kwargs: dict, *, need_kernel: bool = False) -> 
         raise TypeError(f"Triton kernel {str(e).replace('dynamic_func()', ifn.__name__ + '()')}") from None
     except Exception as e:  # an argument type a GPU launch cannot specialise on
         raise _refusal(ifn, f"{type(e).__name__}: {e}") from None
-    key = (_deps(ifn.fn), str(spec), str(opts))
+    key = (_deps(ifn.fn), str(_general(spec)), str(opts))
     v = g.verdicts.get(key)
     if v is None or (need_kernel and v.ok and v.kernel is None):
         v = g.verdicts[key] = _decide(ifn, g, args, kw, need_kernel)
     if not v.ok:
         raise _refusal(ifn, v.message)
     return v
+
+
+def _general(spec: Any) -> list:
+    """Return the launch's specialisation without the divisible-by-16 hints of its integer arguments.
+
+    A GPU compiles n = 16 and n = 17 apart (the hint lets it vectorise), but what it refuses does not depend on the
+    hint, and the kernel compiled without it is valid for both: one front-end compile serves every size, where each
+    new tail size cost a compile of its own (seconds for an attention kernel). An integer equal to 1 stays apart
+    (Triton makes it a constexpr), and so do pointer alignments and every constexpr.
+    """
+    return [(ty, "") if isinstance(ty, str) and ty[:1] in "iu" and hint == "D" else (ty, hint)
+            for ty, hint in spec]
 
 
 def _refusal(ifn: Any, message: str) -> CompileError:
@@ -372,7 +384,7 @@ def _decide(ifn: Any, g: _KernelGate, args: tuple, kw: dict, need_kernel: bool) 
     with _jit_stdlib(ifn.fn, extra=[f.fn for f in passed]):
         try:
             bound, spec, opts = g.binder(*args, **kw)
-            options, sig, constexprs, attrs = jit._pack_args(_backend(), kw, bound, spec, opts)
+            options, sig, constexprs, attrs = jit._pack_args(_backend(), kw, bound, _general(spec), opts)
             src = ASTSource(jit, sig, constexprs, attrs)
             entry = _entry(src, options, need_kernel)
         except Exception as e:  # the key needs the source's dependencies, and Triton refuses some of them here

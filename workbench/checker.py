@@ -62,6 +62,7 @@ import math
 import os
 import re
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -571,9 +572,11 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     baseline = _torch_baseline(spec.name)
     plan = _plan_cases(fn, all_dtypes, shapes, cases, pick, seeds, report.skipped)
     run = _Runner(fn, spec, baseline, limit, report)
+    simulated = _simulated_launches()
     for shape, dt, seed_, case in progress_track(plan, f"check {spec.name}/{name}", describe=_case_label,
                                                  progress=progress):
         run.planned(shape, dt, seed_, case)
+    run.simulated = _simulated_launches() > simulated
     if probes and report.cases:
         report.seed = _draw_seed(seed)
         _run_probes(run, plan, cases, list(seeds)[0] if len(seeds) else 0, _fixed(spec, fixed_flags))
@@ -595,6 +598,7 @@ class _Runner:
         self.refused: set[tuple] = set()  # (dtype, shape) a variant found it cannot run while running
         self.calls = 0
         self.t0 = time.monotonic()
+        self.simulated = False  # the planned runs launched kernels in the Numba simulator
 
     def one(self, shape: dict, dt: torch.dtype, seed: int, case: str) -> CaseResult | None:
         """Run one case; None when the variant found it cannot run it here (noted in the report's skipped)."""
@@ -714,11 +718,17 @@ def _special_shape(spec: Op, shapes: Sequence[dict], case: str) -> dict:
 def _wide_probe(run: _Runner, dt: torch.dtype, seed: int) -> None:
     fn, shape = run.fn, dict(run.spec.wide_shape or {})
     n = _cost(run.spec, shape)
-    if isinstance(fn, Variant) and fn.backend == "numba" and not fn.native:
+    if run.simulated or (isinstance(fn, Variant) and fn.backend == "numba" and not fn.native):
         _note_skip(run.report.skipped, f"index width probe ({n} elements): left out under the Numba simulator "
                                        "(one OS thread per CUDA thread); a GPU runs it")
         return
     run.probe("index width", shape, dt, seed, "random")
+
+
+def _simulated_launches() -> int:
+    """Return how many kernels Numba's simulator launched in this process (0 when it was never loaded)."""
+    sim = sys.modules.get("workbench._numba_sim")
+    return int(getattr(sim, "LAUNCHES", 0))
 
 
 def _candidates(v: int, lo: int, hi: int) -> list[int]:
