@@ -179,6 +179,8 @@ def start_lab(timeout_s: float = 120.0) -> LabServer:
         WORKBENCH_MODE=os.environ.get("WORKBENCH_MODE", "cpu"),
         # what a learner sees: progress bars (widgets) on slow checks and timings, whatever the test run's setting
         WORKBENCH_PROGRESS="1",
+        # drill attempts made while notebook 05 runs go to a throwaway progress store, never the learner's
+        WORKBENCH_HOME=str(home / "workbench-home"),
         JUPYTER_CONFIG_DIR=str(dirs["config"]),
         JUPYTER_DATA_DIR=str(dirs["data"]),
         JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
@@ -749,11 +751,12 @@ def _open_and_run(page: Any, server: LabServer, rel_path: str, reuse: bool, run_
     mark("run")
 
 
-def _judge_page(page: Any, run: NotebookRun, interact: bool, watchdog: _Watchdog, mark: Any) -> None:
+def _judge_page(page: Any, run: NotebookRun, interact: bool, watchdog: _Watchdog, mark: Any,
+                settle_s: float = RENDER_SETTLE_S) -> None:
     """Wait for the outputs to render, judge them and the figures' layout, then move a control and judge again."""
     watchdog.arm("rendered the outputs and reacted to a control",
-                 RENDER_SETTLE_S + 2 * (INTERACT_TIMEOUT_S + FIGURE_AFTER_IDLE_S) + 60)
-    deadline = time.monotonic() + RENDER_SETTLE_S
+                 settle_s + 2 * (INTERACT_TIMEOUT_S + FIGURE_AFTER_IDLE_S) + 60)
+    deadline = time.monotonic() + settle_s
     while True:
         snap = _evaluate(page, _SNAPSHOT_JS)
         failures, pending = judge(snap)
@@ -833,7 +836,8 @@ def _release(browser: Any, page: Any, server: LabServer, stalled: bool) -> None:
 
 
 def run_notebook(
-    browser: Any, server: LabServer, rel_path: str, *, interact: bool = True, run_timeout_s: float = RUN_TIMEOUT_S
+    browser: Any, server: LabServer, rel_path: str, *, interact: bool = True, run_timeout_s: float = RUN_TIMEOUT_S,
+    render_settle_s: float = RENDER_SETTLE_S,
 ) -> NotebookRun:
     """Open ``rel_path`` (relative to the repo) in JupyterLab, run all cells via the menu, judge the result.
 
@@ -842,7 +846,8 @@ def run_notebook(
     (``VIEWPORT``, the file browser open), where its figures must be readable.
 
     ``run_timeout_s`` bounds opening plus running all cells; past it (a frozen page, a hung kernel) the run
-    fails as stalled.
+    fails as stalled. ``render_settle_s`` bounds the wait for outputs to render once the kernel is idle (a planted
+    figure that never renders waits all of it).
     """
     from playwright.sync_api import Error as PlaywrightError
 
@@ -875,7 +880,7 @@ def run_notebook(
     try:
         try:
             _open_and_run(page, server, rel_path, reuse, run_timeout_s, watchdog, mark)
-            _judge_page(page, run, interact, watchdog, mark)
+            _judge_page(page, run, interact, watchdog, mark, render_settle_s)
         except PlaywrightError as e:
             stalled = True
             run.failures.append(_stall_failure(page, watchdog, e, run_timeout_s))

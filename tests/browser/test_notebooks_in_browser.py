@@ -50,7 +50,8 @@ def test_notebook_renders_and_reacts(notebook, lab_server, browser, record_run):
 )
 def test_planted_fault_fails_the_check(fixture, expected, lab_server, browser, record_run):
     """Fail the same judgement as the real notebooks on a notebook with one planted fault, for that reason."""
-    run = run_notebook(browser, lab_server, f"{FIXTURES}/{fixture}.ipynb")
+    # A real notebook's figures render in well under a second once its kernel is idle; 8 s is plenty for two cells
+    run = run_notebook(browser, lab_server, f"{FIXTURES}/{fixture}.ipynb", render_settle_s=8.0)
     record_run(run)
     print(_report(run))
     assert run.failures, f"the planted fault in {fixture} went unnoticed:\n{_report(run)}"
