@@ -36,15 +36,10 @@ $(STAMP): pyproject.toml
 lab: install
 	cd notebooks && ../$(BIN)/jupyter lab $(ROOT_FLAG) $(LAB_ARGS)
 
-# Unit tests and notebooks in one pytest run, spread over $(JOBS) workers, and beside it the browser test (it
-# mostly waits on the page and one notebook kernel: run after the others it left a core idle for 7 minutes). Its
-# output is printed when both have finished; either failing fails make test.
+# Unit tests and notebooks in one pytest run, spread over $(JOBS) workers; then the browser test.
 test: install lint browser-deps
-	@blog=$$(mktemp); ( $(BIN)/pytest -q -p no:cacheprovider tests/browser > $$blog 2>&1; echo $$? > $$blog.rc ) & \
-	$(QUIET) $(BIN)/pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile $(NBVAL) tests notebooks \
-	  --ignore=tests/browser; urc=$$?; wait; brc=$$(cat $$blog.rc); \
-	echo "=== browser test (tests/browser, run beside the others) ==="; cat $$blog; rm -f $$blog $$blog.rc; \
-	if [ $$urc != 0 ] || [ $$brc != 0 ]; then echo "make test: FAILED (unit + notebooks: exit $$urc, browser: exit $$brc)"; exit 1; fi
+	$(QUIET) $(BIN)/pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile $(NBVAL) tests notebooks --ignore=tests/browser
+	$(BIN)/pytest -q tests/browser
 	@if [ -x "$(CHROMIUM)" ]; then echo "make test: all passed"; \
 	else echo "make test: all passed, browser tests skipped (no $(CHROMIUM): sudo bash scripts/install-chromium.sh)"; fi
 

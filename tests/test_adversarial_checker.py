@@ -271,8 +271,11 @@ def test_special_values_are_probed_where_the_op_defines_them(fn, op):
     spec = wb.get_op(op)
     shapes = [s for s in spec.check_shapes if all(v >= 3 for k, v in s.items() if k in spec.shape_keys)][:1]
     rep = wb.check(fn, op, shapes=shapes, seeds=(0,), cases=["random"])
-    special = [c for c in rep.probes if c.probe == "special" and not c.ok]
-    assert special and not rep.ok, rep.summary()
+    assert not rep.ok, rep.summary()
+    if all(c.ok for c in rep.cases):  # the plan passed: a special-value probe is what fails it
+        assert [c for c in rep.probes if c.probe == "special" and not c.ok], rep.summary()
+    else:  # fp16 rounding already fails the plan (no probes run after a failed plan)
+        assert fn is gemm_through_fp16 and not rep.probes, rep.summary()
 
 
 def vecadd_int16_index(x, y):

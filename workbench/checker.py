@@ -539,7 +539,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     names it, and ``check(..., seed=...)`` draws the same shapes again); repeats of the cheapest case (same inputs,
     a different verdict is ``nondeterministic``); each value of the op's flags (``renormalize=False``,
     ``causal=True``, ...) and each special-value case the plan left out; one case past 2^16 elements for the
-    cheap ops. ``probes=False`` runs the plan only. ``fixed_flags`` names flags the caller's shapes fix on purpose
+    cheap ops. The probes run once every planned case passed (a failure in the plan is the verdict already);
+    ``probes=False`` runs the plan only. ``fixed_flags`` names flags the caller's shapes fix on purpose
     (an exercise that covers only ``causal=False``): their other values are not probed.
     """
     if isinstance(fn, Variant):
@@ -577,7 +578,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
                                                  progress=progress):
         run.planned(shape, dt, seed_, case)
     run.simulated = _simulated_launches() > simulated
-    if probes and report.cases:
+    if probes and report.cases and all(c.ok for c in report.cases):  # a failed plan is the verdict already
         report.seed = _draw_seed(seed)
         _run_probes(run, plan, cases, list(seeds)[0] if len(seeds) else 0, _fixed(spec, fixed_flags))
     if limits and report.correct:
