@@ -4,12 +4,20 @@ A kind (``implement``, ``spot_the_bug``, ``napkin``, ``concept``) subclasses :cl
 things: ``statement()`` (markdown), ``_grade(answer)`` (a :class:`Grade`) and ``model_answer()`` (an object of
 the kind a submission takes). ``submit``, ``reveal``, ``hint``, ``start`` and ``give_up`` are here, the same for
 every kind, and every one of them is written to the progress store (:mod:`workbench.practice.store`).
+
+Honest records: a learner's call of ``model_answer()`` (any kind's: the method is wrapped when a kind defines it)
+is recorded as a reveal, like ``reveal()``, and a later pass counts as made after a reveal; a pass over time is
+recorded as such. ``_self_assessed(score, note)`` records a learner's own mark of a free-text answer against a
+rubric: an event of its own, never a pass.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +118,20 @@ class Clock:
             self.stopped = time.monotonic()
 
 
+def _recorded_model_answer(fn: Callable) -> Callable:
+    """Wrap a kind's ``model_answer`` so a call from outside the workbench records a reveal (once per handle)."""
+
+    @functools.wraps(fn)
+    def model_answer(self: Drill) -> Any:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if not caller.startswith("workbench."):  # reveal(), explanation() and the mock call it too: not a reveal
+            self._note_model_answer()
+        return fn(self)
+
+    model_answer._records_reveal = True  # type: ignore[attr-defined]
+    return model_answer
+
+
 @dataclass(eq=False)
 class Drill:
     """One interview drill. ``show()`` the statement, ``submit(answer)``, stuck: ``hint()``, done: ``reveal()``.
@@ -135,6 +157,12 @@ class Drill:
     _attempts: int = field(default=0, repr=False)
     _passed: bool = field(default=False, repr=False)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("model_answer")
+        if callable(fn) and not getattr(fn, "_records_reveal", False):
+            cls.model_answer = _recorded_model_answer(fn)  # type: ignore[method-assign]
+
     # -------------------------------------------------------------- what a kind provides
     def statement(self) -> str:
         """Return the drill's statement as markdown."""
@@ -144,7 +172,7 @@ class Drill:
         raise NotImplementedError
 
     def model_answer(self) -> Any:
-        """Return the model answer, as the same kind of object a submission takes (no record is written)."""
+        """Return the model answer, as the same kind of object a submission takes (recorded as a reveal)."""
         raise NotImplementedError
 
     def explanation(self) -> str:
@@ -299,3 +327,34 @@ class Drill:
         store.record(self, "reveal", answer="model answer revealed")
         display_markdown(f"**Model answer for `{self.id}`**\n\n{self.explanation()}")
         return self.model_answer()
+
+    def _note_model_answer(self) -> None:
+        """Record a learner's ``model_answer()`` call as a reveal (once per handle; a running attempt is given up)."""
+        from workbench.practice import store
+
+        if self._answer_seen:
+            return
+        if (self._clock is not None and self._clock.running) or (self._mock is not None
+                                                                  and not self._mock._unlocked(self)):
+            self.give_up()
+        self._answer_seen = True
+        store.record(self, "reveal", answer="model_answer() called")
+
+    def _self_assessed(self, score: float, note: str = "") -> None:
+        """Record the learner's own mark of a free-text answer: ``score`` is the share of the rubric met (0..1).
+
+        It is an event of its own (``self_assessed``), never a pass: ``wb.progress()`` shows it beside the
+        passes, and the mock interview's sheet as "self-assessed". ``note`` (up to 500 characters) says what was
+        marked, e.g. "rubric 3/4: names the rescale, the running max, the final divide; misses the -inf row".
+        """
+        from workbench.practice import store
+
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise ValueError(f"drill {self.id}: a self-assessment's score is the share of the rubric met, a number "
+                             f"in [0, 1], got {score!r}")
+        seconds, over = self._time_taken()
+        self._attempts += 1
+        store.record(self, "self_assessed", seconds=seconds, over_time=over, answer=note, score=float(score),
+                     revealed_before=self._answer_seen)
+        if self._mock is not None:
+            self._mock._after_self_assessed(self, float(score))

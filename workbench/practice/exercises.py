@@ -8,12 +8,18 @@ reference solution file. The starter the learner completes is generated from the
 An exercise whose point is speed carries ``budgets`` (``{metric: "<= 4  # why"}``, see :mod:`workbench.budgets`)
 and the ``budget_shape`` they are measured at: its starter may be correct but slow, and ``check`` then answers
 "Correct, but 32 sectors per store request where 4 are possible: ..." instead of a pass.
+
+Every ``check`` is recorded in the progress store (:mod:`workbench.practice.store`) like a drill's attempt, as
+kind ``exercise`` under ``exercise:<id>`` in the topic of its op: pass or fail, the seconds since the exercise was
+opened, the hints shown; ``solution()`` is recorded as a reveal, and a later pass counts as made after it.
+``wb.progress()`` shows them beside the drills.
 """
 
 from __future__ import annotations
 
 import html
 import inspect as _inspect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +50,8 @@ class Exercise:
     backend: str | None = None  # "cuda" or "triton": the check refuses work not done by that backend's launches
     source: Path | None = None  # the exercises.toml that declares it
     _hints_shown: int = 0
+    _opened: float = field(default_factory=time.monotonic, repr=False)  # when exercise(id) last handed it out
+    _solution_seen: bool = field(default=False, repr=False)  # solution() shown since then
 
     # ---------------------------------------------------------------- reading
     @property
@@ -59,8 +67,28 @@ class Exercise:
     def solution(self) -> str:
         """Return the reference solution's source (shown in full in a notebook)."""
         src = starters.solution_text(self.solution_file)
+        if not self._solution_seen:
+            self._solution_seen = True
+            self._record("reveal", answer="solution shown")
         _display_code(src, f"Solution: {self.title}")
         return src
+
+    @property
+    def topic(self) -> str:
+        """Return the practice topic of the exercise's op (as ``wb.progress()`` groups it)."""
+        from workbench.practice.summary import op_topic
+
+        return op_topic(self.op)
+
+    def _record(self, event: str, **kw: Any) -> None:
+        """Write one progress event of this exercise (kind ``exercise``, id ``exercise:<id>``)."""
+        from types import SimpleNamespace
+
+        from workbench.practice import store
+
+        who = SimpleNamespace(id=f"exercise:{self.id}", kind="exercise", topic=self.topic, level="exercise",
+                              _hints_shown=self._hints_shown)
+        store.record(who, event, **kw)
 
     def hint(self) -> str:
         """Reveal the next hint (one at a time); after the last, say so."""
@@ -109,7 +137,11 @@ class Exercise:
             report = check(fn, self.op, **self.check_kw)  # a wrong signature raises a TypeError naming the expected one
         else:
             report = self._check_backend(fn)
-        print(self.feedback(report))
+        text = self.feedback(report)
+        self._record("attempt", passed=bool(report.ok), seconds=time.monotonic() - self._opened,
+                     answer=f"{getattr(fn, '__name__', 'fn')}: {text.splitlines()[0][:200]}",
+                     revealed_before=self._solution_seen)
+        print(text)
         return report
 
     def _check_backend(self, fn: Callable) -> CheckReport:
@@ -320,4 +352,6 @@ def exercise(id: str) -> Exercise:  # noqa: A002
         raise KeyError(f"unknown exercise {id!r}: known exercises are {sorted(_EXERCISES)}")
     ex = _EXERCISES[id]
     ex._hints_shown = 0
+    ex._opened = time.monotonic()
+    ex._solution_seen = False
     return ex

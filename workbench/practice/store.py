@@ -31,14 +31,17 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_HOME = "~/.local/share/kernel-workbench"
 FILE_NAME = "progress.sqlite3"
 JOURNAL_NAME = "progress.journal.jsonl"
 LOCK_TIMEOUT_S = 2.0
-EVENTS = ("attempt", "reveal", "give_up")
+# attempt: a graded submission; reveal: the model answer (reveal(), model_answer(), an exercise's solution()) was
+# shown; give_up: an attempt ended as a fail; self_assessed: the learner marked a free-text answer against a rubric
+# (``score``: the share of the rubric met, 0..1), which is never a pass.
+EVENTS = ("attempt", "reveal", "give_up", "self_assessed")
 
-_SCHEMA_V1 = """
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -47,7 +50,7 @@ CREATE TABLE IF NOT EXISTS events (
     kind TEXT NOT NULL,
     topic TEXT NOT NULL,
     level TEXT NOT NULL,
-    event TEXT NOT NULL CHECK (event IN ('attempt', 'reveal', 'give_up')),
+    event TEXT NOT NULL CHECK (event IN ('attempt', 'reveal', 'give_up', 'self_assessed')),
     passed INTEGER,
     seconds REAL,
     hints INTEGER NOT NULL DEFAULT 0,
@@ -55,16 +58,32 @@ CREATE TABLE IF NOT EXISTS events (
     over_time INTEGER NOT NULL DEFAULT 0,
     revealed_before INTEGER NOT NULL DEFAULT 0,
     mock TEXT,
-    answer TEXT
+    answer TEXT,
+    score REAL
 );
 CREATE INDEX IF NOT EXISTS events_drill ON events (drill);
 """
 
-# Migrations from version v to v + 1, each run inside the upgrade's transaction. Version 1 is the first schema.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+# The columns version 1 had (version 2 added ``score`` and the ``self_assessed`` event).
+V1_COLUMNS = ("at", "drill", "kind", "topic", "level", "event", "passed", "seconds", "hints", "timed", "over_time",
+              "revealed_before", "mock", "answer")
 
-COLUMNS = ("at", "drill", "kind", "topic", "level", "event", "passed", "seconds", "hints", "timed", "over_time",
-           "revealed_before", "mock", "answer")
+
+def _v1_to_v2(con: sqlite3.Connection) -> None:
+    """Rebuild ``events`` with the version 2 schema (SQLite cannot widen a CHECK in place), every row kept."""
+    cols = ", ".join(V1_COLUMNS)
+    con.execute("ALTER TABLE events RENAME TO events_v1")
+    con.execute("DROP INDEX IF EXISTS events_drill")
+    for stmt in filter(str.strip, _SCHEMA.split(";")):
+        con.execute(stmt)
+    con.execute(f"INSERT INTO events (id, {cols}) SELECT id, {cols} FROM events_v1 ORDER BY id")
+    con.execute("DROP TABLE events_v1")
+
+
+# Migrations from version v to v + 1, each run inside the upgrade's transaction. Version 1 is the first schema.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+
+COLUMNS = (*V1_COLUMNS, "score")
 
 _pending: list[dict[str, Any]] = []  # events not yet written (the file was locked or unreadable)
 
@@ -159,7 +178,7 @@ def _ensure_schema(con: sqlite3.Connection, p: Path) -> None:
     try:
         version = _version(con)  # another process may have created or migrated it meanwhile
         if version is None:
-            for stmt in filter(str.strip, _SCHEMA_V1.split(";")):
+            for stmt in filter(str.strip, _SCHEMA.split(";")):
                 con.execute(stmt)
             con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created', ?)", (_now(),))
@@ -183,7 +202,7 @@ def _now() -> str:
 
 
 def _event_row(drill: Any, event: str, *, passed: bool | None, seconds: float | None, over_time: bool,
-               answer: str, revealed_before: bool) -> dict[str, Any]:
+               answer: str, revealed_before: bool, score: float | None = None) -> dict[str, Any]:
     mock = getattr(drill, "_mock", None)
     return {"at": _now(), "drill": drill.id, "kind": drill.kind, "topic": drill.topic, "level": drill.level,
             "event": event, "passed": None if passed is None else int(bool(passed)),
@@ -191,19 +210,29 @@ def _event_row(drill: Any, event: str, *, passed: bool | None, seconds: float | 
             "hints": int(getattr(drill, "_hints_shown", 0)), "timed": int(getattr(drill, "_clock", None) is not None
                                                                             or mock is not None),
             "over_time": int(bool(over_time)), "revealed_before": int(bool(revealed_before)),
-            "mock": getattr(mock, "id", None), "answer": (answer or "")[:500]}
+            "mock": getattr(mock, "id", None), "answer": (answer or "")[:500],
+            "score": None if score is None else float(score)}
 
 
 def record(drill: Any, event: str, *, passed: bool | None = None, seconds: float | None = None,
-           over_time: bool = False, answer: str = "", revealed_before: bool = False) -> bool:
+           over_time: bool = False, answer: str = "", revealed_before: bool = False,
+           score: float | None = None) -> bool:
     """Write one event of ``drill``; return True when it (and anything pending) reached the file.
 
-    On a locked or unreadable file it warns with the reason and keeps the event for the next write.
+    ``drill`` is anything with ``id``, ``kind``, ``topic`` and ``level`` (a drill, or an exercise's record
+    handle). A ``self_assessed`` event carries ``score`` (0..1) and never ``passed``. On a locked or unreadable
+    file it warns with the reason and keeps the event for the next write.
     """
     if event not in EVENTS:
         raise ValueError(f"progress: event must be one of {EVENTS}, got {event!r}")
+    if event == "self_assessed":
+        if passed is not None:
+            raise ValueError(f"progress: a self_assessed event of {drill.id} is never a pass or a fail (passed=None)")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise ValueError(f"progress: a self_assessed event of {drill.id} needs score, the share of the rubric "
+                             f"met in [0, 1], got {score!r}")
     _pending.append(_event_row(drill, event, passed=passed, seconds=seconds, over_time=over_time, answer=answer,
-                               revealed_before=revealed_before))
+                               revealed_before=revealed_before, score=score))
     return flush(warn=True)
 
 
