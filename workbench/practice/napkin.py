@@ -153,6 +153,9 @@ class NapkinDrill(Drill):
     def model_answer(self) -> float:
         return self.compute().value
 
+    def explanation(self) -> str:
+        return f"{self.compute().derivation()}\n\n{self.why}"
+
 
 def _near_note(ratio: float) -> str:
     """Return a note for a pass that is exactly (1024/1000)^k off (GB for GiB), '' otherwise."""
@@ -161,6 +164,3 @@ def _near_note(ratio: float) -> str:
             return (f" It passes the tolerance, but yours is {ratio:.4g}x, which is (1024/1000)^{abs(k)}: "
                     "mind binary (KiB, MiB, GiB) against decimal (kB, MB, GB) units.")
     return ""
-
-    def explanation(self) -> str:
-        return f"{self.compute().derivation()}\n\n{self.why}"
