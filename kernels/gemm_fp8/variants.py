@@ -8,10 +8,11 @@ from workbench.registry import teaching_order
 
 from . import (  # noqa: F401
     v1_triton,
+    v2_triton_fp8_tile,
     wrong,  # wrong_fp16_accumulator: the running sum in fp16 overflows on unscaled e4m3 products
 )
 
 LADDER = (
-    "torch_scaled", "triton_fp8_hopper", "wrong_fp16_accumulator",
+    "torch_scaled", "triton_fp8_tile", "triton_fp8_hopper", "wrong_fp16_accumulator",
 )
 teaching_order("gemm_fp8", LADDER)

@@ -37,8 +37,9 @@ def torch_function_mode_base() -> type:
     return TorchFunctionMode
 
 
-BACKENDS = ("cuda", "triton")
-BACKEND_NAMES = {"cuda": "CUDA C (through wb.cuda.RawKernel / RawModule)", "triton": "Triton (@triton.jit)"}
+BACKENDS = ("cuda", "triton", "numba")
+BACKEND_NAMES = {"cuda": "CUDA C (through wb.cuda.RawKernel / RawModule)", "triton": "Triton (@triton.jit)",
+                 "numba": "Numba (@cuda.jit)"}
 _TMP: list[Path] = []
 
 
@@ -64,6 +65,8 @@ def count_launches(backend: str, seen: dict[str, Any] | None = None) -> Iterator
         from workbench.cuda import Function, RawKernel
 
         targets += [(RawKernel, "__call__"), (Function, "__call__")]
+    elif backend == "numba":
+        targets += _numba_launch_targets()
     else:
         raise ValueError(f"count_launches: backend must be one of {BACKENDS}, got {backend!r}")
     count = [0]
@@ -71,6 +74,8 @@ def count_launches(backend: str, seen: dict[str, Any] | None = None) -> Iterator
 
     def wrap(orig: Callable) -> Callable:
         def launched(*args: Any, **kwargs: Any) -> Any:
+            if backend == "numba" and not _numba_is_launch(args[0]):
+                return orig(*args, **kwargs)  # a device function called from a kernel, or an unconfigured kernel
             count[0] += 1
             if seen is None:
                 return orig(*args, **kwargs)
@@ -92,6 +97,29 @@ def count_launches(backend: str, seen: dict[str, Any] | None = None) -> Iterator
             setattr(cls, name, orig)
 
 
+def _numba_launch_targets() -> list[tuple[type, str]]:
+    """Return the method a Numba kernel launch goes through: the simulator's in cpu mode, numba-cuda's on a GPU."""
+    from workbench import MODE
+    from workbench._numba import PROBLEM
+
+    if PROBLEM is not None:  # numba failed to import: its kernels refuse to launch, so there is nothing to count
+        return []
+    if MODE == "gpu":
+        from numba.cuda.dispatcher import _LaunchConfiguration
+
+        return [(_LaunchConfiguration, "__call__")]
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    return [(FakeCUDAKernel, "__call__")]
+
+
+def _numba_is_launch(target: Any) -> bool:
+    """True for a configured kernel launch (``kernel[grid, block](...)``), False for a device-function call."""
+    if type(target).__name__ == "_LaunchConfiguration":
+        return True
+    return not getattr(target, "_device", False) and getattr(target, "grid_dim", None) is not None
+
+
 def _buffers(obj: Any, depth: int = 3) -> list[tuple[int, int]]:
     """Return the (address, bytes) of the torch tensors and numpy arrays in a launch's arguments."""
     import numpy as np
@@ -101,6 +129,9 @@ def _buffers(obj: Any, depth: int = 3) -> list[tuple[int, int]]:
         return [(obj.data_ptr(), obj.untyped_storage().nbytes())] if obj.numel() else []
     if isinstance(obj, np.ndarray):
         return [(obj.__array_interface__["data"][0], obj.nbytes)] if obj.size else []
+    cai = getattr(obj, "__cuda_array_interface__", None)  # a numba device array (gpu mode)
+    if isinstance(cai, dict) and cai.get("data") and getattr(obj, "nbytes", 0):
+        return [(int(cai["data"][0]), int(obj.nbytes))]
     if depth and isinstance(obj, (tuple, list)):
         return [b for x in obj for b in _buffers(x, depth - 1)]
     if depth and isinstance(obj, dict):
@@ -266,6 +297,7 @@ class ImplementDrill(Drill):
     shapes: tuple[dict, ...] | None = None  # default: the op's ragged check shapes
     budgets: dict[str, str] = field(default_factory=dict)  # metric -> "<= 4  # why" (workbench.budgets)
     budget_shape: dict | None = None  # where the budgets are measured (default: the op's cpu bench shape)
+    inspect: Any = None  # a workbench.practice.hopper.InspectRule: graded by the compiled code where no GPU runs it
 
     @property
     def entry(self) -> str:
@@ -283,15 +315,17 @@ class ImplementDrill(Drill):
                          [spec.signature, "", *contract.splitlines(), "",
                           f"Write it in {BACKEND_NAMES[self.backend]}; allocate outputs with wb.empty / "
                           "wb.empty_like."]])
-        imports = "import torch\n" + ("import triton\nimport triton.language as tl\n" if self.backend == "triton"
-                                      else "import numpy as np\n")
+        imports = "import torch\n" + {"triton": "import triton\nimport triton.language as tl\n",
+                                       "numba": "import math\n\nimport numpy as np\nfrom numba import cuda\n"}.get(
+            self.backend, "import numpy as np\n")
         return (f"{imports}\nimport workbench as wb\n\n\ndef {self.entry}{sig}:\n    \"\"\"{doc.lstrip()}\n    \"\"\"\n"
                 f"    raise NotImplementedError(\"{self.entry}: write it\")\n")
 
     def statement(self) -> str:
         return (f"{self.task}\n\nStart from this blank page (copy it into a cell):\n\n```python\n{self.blank()}```\n\n"
                 f"The check is the full checker: `wb.check` at the op's ragged shapes, dtypes {self.checked_dtypes()}, "
-                f"fresh random inputs and poisoned outputs.\n\n{self.rule()}{self._budget_text()}")
+                f"fresh random inputs and poisoned outputs.\n\n{self.rule()}{self._budget_text()}"
+                f"{self._inspect_text()}")
 
     def rule(self) -> str:
         """Return the drill's rule on who does the work (the same words for every implement drill)."""
@@ -325,6 +359,10 @@ class ImplementDrill(Drill):
                 kw["budget_shape"] = dict(self.budget_shape)
         return kw
 
+    def _inspect_text(self) -> str:
+        """Return the statement's paragraph on the compiler's check ('' for a drill without an inspect rule)."""
+        return self.inspect.text() if self.inspect is not None else ""
+
     def _budget_text(self) -> str:
         """Return the statement's paragraph on the drill's performance budgets ('' without any)."""
         from workbench import budgets as _budgets
@@ -357,6 +395,13 @@ class ImplementDrill(Drill):
             raise TypeError(f"drill {self.id}: submit your function {self.entry} (or its source as a string), got "
                             f"{type(answer).__name__}")
         name = getattr(fn, "__name__", "fn")
+        if self.inspect is not None:  # the compiler's check first; without a GPU it is the whole verdict
+            from workbench import MODE
+            from workbench.practice.hopper import grade_by_inspection
+
+            verdict = grade_by_inspection(self, fn)
+            if not verdict.passed or (MODE != "gpu" and not self.inspect.run):
+                return verdict
         guarded = BackendGuard(fn, self.backend)
         try:
             with count_launches(self.backend, guarded.seen) as launches:

@@ -28,7 +28,7 @@ COMMON = {"id": str, "kind": str, "level": str, "topic": str, "title": str}
 OPTIONAL_COMMON = {"hints": list, "op": str}
 KIND_KEYS: dict[str, tuple[dict[str, type], dict[str, type]]] = {  # kind: (required, optional)
     "implement": ({"backend": str, "model": str, "task": str},
-                  {"dtypes": list, "shapes": list, "budgets": dict, "budget_shape": dict}),
+                  {"dtypes": list, "shapes": list, "budgets": dict, "budget_shape": dict, "inspect": dict}),
     "spot_the_bug": ({"variant": str, "show": list, "fix": list, "context": str, "why": str},
                      {"rename": dict, "resolve": dict, "edits": list, "check_shapes": list, "witness": dict,
                       "correct": dict}),
@@ -117,10 +117,17 @@ def _implement(where: str, raw: dict, common: dict) -> Drill:
     if budget_shape is not None and not budgets:
         raise DrillDataError(f"{where}: 'budget_shape' says where budgets are measured, but the drill has no 'budgets'")
     shapes = raw.get("shapes")
+    rule = None
+    if "inspect" in raw:  # graded by the compiled code where no GPU runs it (workbench/practice/hopper.py)
+        from workbench.practice.hopper import parse_rule
+
+        if raw["backend"] != "cuda":
+            raise DrillDataError(f"{where}: an 'inspect' rule grades CUDA C kernels; the backend is {raw['backend']!r}")
+        rule = parse_rule(where, raw["inspect"])
     return ImplementDrill(**common, backend=raw["backend"], model=raw["model"], task=raw["task"].strip(),
                           dtypes=_strings(where, "dtypes", raw.get("dtypes", [])),
                           shapes=None if shapes is None else tuple(shapes), budgets=dict(budgets),
-                          budget_shape=None if budget_shape is None else dict(budget_shape))
+                          budget_shape=None if budget_shape is None else dict(budget_shape), inspect=rule)
 
 
 def _spot(where: str, raw: dict, common: dict) -> Drill:
