@@ -255,9 +255,10 @@ class Progress:
             steps.append(f"Weakest topic: {t.topic} (mastery {100 * t.mastery:.0f}% over {t.tried} tried).")
         redo = self.redo()
         for s in redo[:4]:
-            why = {"failed": f"failed {s.failed + s.give_ups}x, not passed yet", "marked": f"passed only {s.mark()}",
-                   "seen": "answer seen, never submitted",
-                   "self-assessed": f"self-assessed at {100 * s.self_scores[-1]:.0f}%"}[s.state]
+            why = (f"failed {s.failed + s.give_ups}x, not passed yet" if s.state == "failed" else
+                   f"passed only {s.mark()}" if s.state == "marked" else
+                   f"self-assessed at {100 * s.self_scores[-1]:.0f}%" if s.state == "self-assessed" else
+                   "answer seen, never submitted")
             steps.append(f"Redo {s.drill.id} ({s.drill.topic}, {why}): {_open_code(s.drill)}")
         if len(redo) > 4:
             steps.append(f"... and {len(redo) - 4} more to redo (Progress.redo() lists them).")
