@@ -91,6 +91,7 @@ def test_every_attempt_is_kept_and_the_implement_item_gets_a_follow_up(fake_impl
     kw = fu._check_kw()
     assert kw != impl._check_kw() and (change.dtypes is None or kw["dtypes"] == list(change.dtypes))
     assert m.submit("good").passed and m.current is None
+    assert progress(catalogue(), exercises=False).statuses[impl.id].follow_ups == {change.key: True}
     sheet = m._sheet
     rows = {i.drill: i for i in sheet.items}
     assert rows["gemm-napkin-intensity"].tries == "2 (1 wrong)" and rows["gemm-napkin-intensity"].passed
@@ -148,3 +149,13 @@ def test_finish_shows_the_sheet_once_in_a_notebook(monkeypatch):
     shell.execution_count = 8
     sheet._ipython_display_()  # a later cell that shows the sheet again
     assert len(shown) == 2
+
+
+def test_a_follow_up_not_passed_is_a_next_step():
+    from types import SimpleNamespace
+
+    fu = SimpleNamespace(id="vecadd-implement-cuda+float16", kind="implement", topic="memory", level="easy")
+    S.record(fu, "attempt", passed=False)
+    p = progress(catalogue(), exercises=False)
+    assert p.statuses["vecadd-implement-cuda"].follow_ups == {"float16": False}
+    assert any("Follow-up not passed yet: vecadd-implement-cuda under float16" in s for s in p.next_steps())

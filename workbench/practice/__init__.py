@@ -2,14 +2,17 @@
 
 ``wb.drills(topic=None, kind=None, level=None)`` lists the drills; ``d = wb.drill(id)`` opens one: ``d.show()``,
 ``d.submit(answer)`` (a :class:`Result` with ``.passed`` and ``.feedback``), ``d.hint()``, ``d.reveal()``,
-``d.start(minutes)`` for a timed attempt. ``wb.mock_interview(...)`` deals a timed interview and
-``wb.progress()`` shows what the record says. The drills are data: ``kernels/<op>/drills.toml``, one file per op
-(:mod:`workbench.practice.loading`); numeric answers come from :mod:`workbench.practice.answers`.
+``d.start(minutes)`` for a timed attempt. ``wb.mock_interview(...)`` deals a timed interview from the weakest
+topics, with a follow-up that changes the implement item's problem, and ends in feedback per topic;
+``wb.progress()`` shows mastery per topic over the drills and the exercises, and what to do next. The drills are
+data: ``kernels/<op>/drills.toml``, one file per op (:mod:`workbench.practice.loading`); numeric answers come from
+:mod:`workbench.practice.answers`.
 
 Four kinds (:mod:`~workbench.practice.implement`, :mod:`~workbench.practice.spot`,
-:mod:`~workbench.practice.napkin`, :mod:`~workbench.practice.concept`); every attempt, reveal and give-up goes to
-the progress store (:mod:`workbench.practice.store`, SQLite under ``$WORKBENCH_HOME``), summarised by
-:mod:`workbench.practice.summary`.
+:mod:`~workbench.practice.napkin`, :mod:`~workbench.practice.concept`); every attempt, reveal (``reveal()``, a
+learner's ``model_answer()``), give-up and self-assessment goes to the progress store
+(:mod:`workbench.practice.store`, SQLite under ``$WORKBENCH_HOME``), and so does every exercise's ``check``; a
+pass after a reveal or over time is marked, not clean (:mod:`workbench.practice.summary`).
 """
 
 from __future__ import annotations

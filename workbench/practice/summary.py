@@ -80,6 +80,7 @@ class DrillStatus:
     best_seconds: float | None = None
     hints: int = 0
     self_scores: list[float] = field(default_factory=list)  # self-assessed marks (0..1), oldest first
+    follow_ups: dict[str, bool] = field(default_factory=dict)  # a mock interview's follow-up ("bfloat16") -> passed
 
     @property
     def tried(self) -> bool:
@@ -150,6 +151,11 @@ def statuses(drills: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, 
         s = out.get(e["drill"])
         if s is not None:
             _fold(s, e, revealed)
+            continue
+        parent, _, change = e["drill"].partition("+")  # a follow-up: "<drill>+<change>" (workbench.practice.mock)
+        if change and parent in out and e["event"] == "attempt":
+            fu = out[parent].follow_ups
+            fu[change] = fu.get(change, False) or bool(e["passed"])
     return out
 
 
@@ -262,6 +268,11 @@ class Progress:
             steps.append(f"Redo {s.drill.id} ({s.drill.topic}, {why}): {_open_code(s.drill)}")
         if len(redo) > 4:
             steps.append(f"... and {len(redo) - 4} more to redo (Progress.redo() lists them).")
+        for s in self.statuses.values():
+            missed = [k for k, ok in s.follow_ups.items() if not ok]
+            if missed:
+                steps.append(f"Follow-up not passed yet: {s.drill.id} under {', '.join(missed)} (a mock "
+                             f"interview's change of the problem): {_open_code(s.drill)}")
         for t in weak:
             fresh = self.unseen(t.topic)
             if fresh:
