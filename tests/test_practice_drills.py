@@ -215,13 +215,18 @@ def test_napkin_occupancy_at_168_registers_comes_from_the_occupancy_calculator()
 
 @pytest.mark.parametrize("d", CONCEPT, ids=ids(CONCEPT))
 def test_concept_model_answer_passes(d):
-    assert d.fresh().submit(d.model_answer()).passed
+    f = d.fresh()
+    res = f.submit(f.model_answer())
+    if f.self_graded:
+        assert not res.passed  # free text is marked by the learner, never passed by the program
+    else:
+        assert res.passed, res.feedback
 
 
-def test_concept_free_text_is_graded_on_key_ideas():
+def test_concept_free_text_is_self_graded():
     d = wb.drill("softmax-concept-online-exact")
     res = d.submit("It is faster because it reads the row once.")
-    assert not res.passed and "missing" in res.feedback and "Model answer" in res.feedback
+    assert not res.passed and "Model answer" in res.feedback and "self_assess" in res.feedback
 
 
 # ------------------------------------------------------------------------------------------------ implement

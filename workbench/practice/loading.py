@@ -34,7 +34,8 @@ KIND_KEYS: dict[str, tuple[dict[str, type], dict[str, type]]] = {  # kind: (requ
                       "correct": dict}),
     "napkin": ({"question": str, "answer": str, "args": dict, "why": str}, {"tolerance": float}),
     "concept": ({"question": str, "why": str},
-                {"choices": list, "answer": str, "key_ideas": list, "model_answer": str, "references": list}),
+                {"form": str, "choices": list, "answer": str, "statements": list, "steps": list, "blanks": list,
+                 "ref": str, "trials": int, "rubric": list, "model_answer": str, "references": list}),
 }
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _CHAPTER = re.compile(r"^\d\d-[a-z0-9-]+$")
@@ -165,28 +166,112 @@ def _napkin(where: str, raw: dict, common: dict) -> Drill:
                        tolerance=tol, why=raw["why"].strip())
 
 
-def _concept(where: str, raw: dict, common: dict) -> Drill:
-    from workbench.practice.concept import ConceptDrill, KeyIdea
+_FORM_KEYS = {"choice": {"choices", "answer"}, "select": {"statements"}, "code": {"ref", "trials"},
+              "order": {"steps"}, "blank": {"blanks"}, "explain": {"rubric", "model_answer"}}
+_FORM_REQUIRED = {"choice": {"choices", "answer"}, "select": {"statements"}, "code": {"ref"}, "order": {"steps"},
+                  "blank": {"blanks"}, "explain": {"rubric", "model_answer"}}
 
-    choices = raw.get("choices")
-    refs = _strings(where, "references", raw.get("references", []))
-    if choices is not None:
-        letters = string.ascii_lowercase[:len(choices)]
-        if not 2 <= len(choices) <= 6 or raw.get("answer") not in letters:
-            raise DrillDataError(f"{where}: 2 to 6 choices and 'answer' one of {list(letters)}")
-        if "key_ideas" in raw or "model_answer" in raw:
-            raise DrillDataError(f"{where}: a multiple-choice drill takes no 'key_ideas' or 'model_answer'")
-        return ConceptDrill(**common, question=raw["question"].strip(), choices=_strings(where, "choices", choices),
-                            answer=raw["answer"], why=raw["why"].strip(), references=refs)
-    if "key_ideas" not in raw or "model_answer" not in raw or "answer" in raw:
-        raise DrillDataError(f"{where}: a free-text drill needs 'key_ideas' and 'model_answer' (and no 'answer')")
-    ideas = []
-    for k in raw["key_ideas"]:
-        if not isinstance(k, dict) or set(k) != {"idea", "match"} or not isinstance(k["match"], list) or not k["match"]:
-            raise DrillDataError(f"{where}: every key idea is a table {{idea = '...', match = ['stem', ...]}}")
-        ideas.append(KeyIdea(k["idea"], _strings(where, "match", k["match"])))
-    return ConceptDrill(**common, question=raw["question"].strip(), key_ideas=tuple(ideas),
-                        model_text=raw["model_answer"].strip(), why=raw["why"].strip(), references=refs)
+
+def _concept_choice(where: str, raw: dict) -> dict[str, Any]:
+    choices = _strings(where, "choices", raw["choices"])
+    letters = string.ascii_lowercase[:len(choices)]
+    if not 3 <= len(choices) <= 6 or raw["answer"] not in letters:
+        raise DrillDataError(f"{where}: 3 to 6 choices and 'answer' one of {list(letters)}")
+    if len(set(choices)) != len(choices):
+        raise DrillDataError(f"{where}: two choices are the same text")
+    return {"choices": choices, "answer": raw["answer"]}
+
+
+def _concept_select(where: str, raw: dict) -> dict[str, Any]:
+    from workbench.practice.concept import Statement
+
+    out = []
+    for st in raw["statements"]:
+        if not isinstance(st, dict) or set(st) - {"text", "true", "why"} or not {"text", "true"} <= set(st) \
+                or not isinstance(st["text"], str) or not st["text"].strip() or not isinstance(st["true"], bool) \
+                or not isinstance(st.get("why", ""), str):
+            raise DrillDataError(f"{where}: every statement is a table {{text = '...', true = true/false, "
+                                 "why = '...'}} (why optional)")
+        out.append(Statement(st["text"].strip(), st["true"], st.get("why", "").strip()))
+    if not 3 <= len(out) <= 8:
+        raise DrillDataError(f"{where}: a select drill has 3 to 8 statements, got {len(out)}")
+    return {"statements": tuple(out)}
+
+
+def _concept_order(where: str, raw: dict) -> dict[str, Any]:
+    groups = []
+    for g in raw["steps"]:
+        group = [g] if isinstance(g, str) else g
+        if not isinstance(group, list) or not group or not all(isinstance(x, str) and x.strip() for x in group):
+            raise DrillDataError(f"{where}: every step is a string, or a list of strings that may come in any order")
+        groups.append(tuple(x.strip() for x in group))
+    flat = [x for g in groups for x in g]
+    if not 3 <= len(flat) <= 9 or len(set(flat)) != len(flat):
+        raise DrillDataError(f"{where}: an order drill has 3 to 9 distinct steps, got {len(flat)}")
+    return {"steps": tuple(groups)}
+
+
+def _concept_blank(where: str, raw: dict) -> dict[str, Any]:
+    from workbench.practice.concept import normalise
+
+    blanks = []
+    for b in raw["blanks"]:
+        if not isinstance(b, list) or not b or not all(isinstance(x, str) and x.strip() for x in b):
+            raise DrillDataError(f"{where}: 'blanks' holds one list of accepted spellings per blank")
+        blanks.append(tuple(x.strip() for x in b))
+    holes = len(re.findall(r"_{3,}", raw["question"]))
+    if holes != len(blanks) or not blanks:
+        raise DrillDataError(f"{where}: the question has {holes} blank(s) '___' but 'blanks' lists {len(blanks)}")
+    for b in blanks:
+        if len({normalise(x) for x in b}) != len(b):
+            raise DrillDataError(f"{where}: two spellings of one blank are the same once normalised: {list(b)}")
+    return {"blanks": tuple(blanks)}
+
+
+def _concept_code(where: str, raw: dict) -> dict[str, Any]:
+    from workbench.practice.concept_refs import REFS
+
+    if raw["ref"] not in REFS:
+        raise DrillDataError(f"{where}: ref {raw['ref']!r} is not in workbench.practice.concept_refs "
+                             f"(known: {sorted(REFS)})")
+    trials = raw.get("trials", 200)
+    if not 10 <= trials <= 2000:
+        raise DrillDataError(f"{where}: trials is a number of random inputs in [10, 2000], got {trials}")
+    return {"ref": raw["ref"], "trials": trials}
+
+
+def _concept_explain(where: str, raw: dict) -> dict[str, Any]:
+    rubric = _strings(where, "rubric", raw["rubric"])
+    if len(rubric) < 2:
+        raise DrillDataError(f"{where}: an explain drill's rubric lists at least 2 points to mark")
+    return {"rubric": rubric, "model_text": raw["model_answer"].strip()}
+
+
+def _concept(where: str, raw: dict, common: dict) -> Drill:
+    from workbench.practice.concept import FORMS, ConceptDrill
+
+    form = raw.get("form", "choice")
+    if form not in FORMS:
+        raise DrillDataError(f"{where}: form {form!r} is not one of {list(FORMS)}")
+    other = sorted(k for f, keys in _FORM_KEYS.items() if f != form for k in keys
+                   if k in raw and k not in _FORM_KEYS[form])
+    missing = sorted(k for k in _FORM_REQUIRED[form] if k not in raw)
+    if other or missing:
+        raise DrillDataError(f"{where}: a form = {form!r} drill takes {sorted(_FORM_KEYS[form])}"
+                             + (f"; missing {missing}" if missing else "") + (f"; not {other}" if other else ""))
+    if not common["hints"]:
+        raise DrillDataError(f"{where}: a concept drill needs at least one hint (one that helps without giving "
+                             "the answer)")
+    build = {"choice": _concept_choice, "select": _concept_select, "order": _concept_order, "blank": _concept_blank,
+             "code": _concept_code, "explain": _concept_explain}[form]
+    return ConceptDrill(**common, form=form, question=raw["question"].strip(), why=raw["why"].strip(),
+                        references=_strings(where, "references", raw.get("references", [])), **build(where, raw))
+
+
+def _profile(where: str, raw: dict, common: dict) -> Drill:
+    from workbench.practice.profile_drill import build
+
+    return build(where, raw, common)
 
 
 BUILDERS: dict[str, Callable[[str, dict, dict], Drill]] = {
