@@ -200,9 +200,15 @@ def test_known_slips_are_named_both_ways(ratio, label):
     assert " x ".join(s.label for s in likely_slip(ratio)) == label
 
 
-@pytest.mark.parametrize("ratio", [3, 1.5, 4, 0.7, 1.2, 37])
+@pytest.mark.parametrize("ratio", [3, 4, 0.7, 1.2, 37, 1.33])
 def test_other_ratios_name_no_slip(ratio):
     assert likely_slip(ratio) is None
+
+
+def test_only_the_slips_that_fit_the_unit_are_named():
+    assert likely_slip(1 / 1.024, "waves") is None and likely_slip(1 / 1.024, "GiB")[0].label == "1000/1024"
+    assert likely_slip(100, "%")[0].label == "100" and likely_slip(100, "us") is None
+    assert likely_slip(1e3, "rows") is None and likely_slip(2, "rows")[0].label == "2"
 
 
 def test_napkin_feedback_names_the_slip():

@@ -5,8 +5,9 @@ hardware tables (``given``), so no number in a question or an answer is typed by
 
 A wrong answer whose ratio to the model answer is a known slip is told which one (:func:`likely_slip`): (1024/1000)^k
 for GiB against GB (k = 1..3), 8 for bits against bytes, 2 (or 1/2) for an element size, a read counted without its
-write, or a multiply-add counted as one FLOP, and 1,000^j for a unit prefix; two of them combined too (MiB against
-GB), in either direction.
+write, or a multiply-add counted as one FLOP, 3/2 for a tensor too many or too few of three, 1,000^j for a unit
+prefix and 100 for a fraction given as a percentage; a unit slip combined with one of the others too (MiB against
+GB), in either direction. Only the slips that fit the answer's unit are tried (no GiB slip for a count of waves).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class Slip:
     window: float  # relative distance from ``factor`` that still counts as this slip
 
 
-def _slip_families() -> list[list[Slip]]:
+def _slip_families() -> dict[str, list[Slip]]:
     """Return the slip families: a learner's answer is off by at most one member of each."""
     big = ("kilo", "mega", "giga")
     prefix = []
@@ -56,24 +57,53 @@ def _slip_families() -> list[list[Slip]]:
            Slip(0.5, "1/2", "a factor of 2 missing: an element size halved (float16's 2 bytes where float32 has 4), "
                             "a read counted without its write (or the other way round), or a multiply-add counted as "
                             "1 FLOP where it is 2", 0.04)]
-    return [prefix, binary, eight, two]
+    three = [Slip(1.5, "3/2", "one tensor too many counted: three where two move (or a read and a write where only "
+                              "one happens)", 0.03),
+             Slip(2 / 3, "2/3", "one tensor of three left out: two inputs read and one output written, for instance, "
+                                "counted as two", 0.03)]
+    percent = [Slip(100.0, "100", "a percentage where the question asks for a fraction, or a percentage multiplied "
+                                  "by 100 once more", 0.04),
+               Slip(0.01, "1/100", "a fraction (0..1) where the question asks for a percentage: multiply by 100",
+                    0.04)]
+    return {"prefix": prefix, "binary": binary, "percent": percent, "eight": eight, "two": two, "three": three}
 
 
 _FAMILIES = _slip_families()
+# The pairs of slips that happen together (MiB against GB: a prefix and binary; Mbit against MB: a prefix and 8).
+PAIRS = {("prefix", "binary"), ("prefix", "eight"), ("prefix", "two"), ("prefix", "three"), ("binary", "eight"),
+         ("percent", "two")}
+TIME_UNITS = {"s", "ms", "us", "ns"}
 
 
-def likely_slip(ratio: float) -> list[Slip] | None:
+def families_for(unit: str | None) -> list[str]:
+    """Return the slip families that make sense for an answer in ``unit`` (None: all of them).
+
+    Bytes, FLOPs and times (from bandwidths) can slip by a prefix, binary against decimal, bits against bytes; a
+    percentage by 100; a count or a plain ratio (waves, rows, x) only by a factor of 2 or 3/2.
+    """
+    if unit is None:
+        return list(_FAMILIES)
+    if "B" in unit or "FLOP" in unit or unit in TIME_UNITS:
+        return ["prefix", "binary", "eight", "two", "three"]
+    if unit == "%":
+        return ["percent", "two", "three"]
+    return ["two", "three"]
+
+
+def likely_slip(ratio: float, unit: str | None = None) -> list[Slip] | None:
     """Return the known slips (one or two) that explain ``ratio`` = yours / the model, or None.
 
-    The simplest explanation wins: one slip before two; among equals, the closest. A (1024/1000)^k slip matches
-    within 1% (they are 2.4% apart), the others within 4%.
+    Only the families that fit ``unit`` are tried (:func:`families_for`). The simplest explanation wins: one slip
+    before two (only the :data:`PAIRS` that happen together); among equals, the closest. A (1024/1000)^k slip
+    matches within 1% (they are 2.4% apart), 3/2 within 3%, the others within 4%.
     """
     if not math.isfinite(ratio) or ratio <= 0:
         return None
+    names = families_for(unit)
     best: tuple[int, float, list[Slip]] | None = None
     for n in (1, 2):
-        for fams in product(range(len(_FAMILIES)), repeat=n):
-            if n == 2 and (fams[0] >= fams[1] or fams[0] > 1):  # a pair has a unit slip (prefix or binary)
+        for fams in product(names, repeat=n):
+            if n == 2 and fams not in PAIRS:
                 continue
             for combo in product(*(_FAMILIES[f] for f in fams)):
                 f = math.prod(sl.factor for sl in combo)
@@ -87,12 +117,12 @@ def likely_slip(ratio: float) -> list[Slip] | None:
 
 def slip_text(ratio: float, unit: str) -> str:
     """Return the feedback naming the likely slip behind ``ratio`` ('' when none is known)."""
-    slips = likely_slip(ratio)
+    slips = likely_slip(ratio, unit)
     if not slips:
         return ""
     label = " x ".join(sl.label for sl in slips)
     reasons = "; and ".join(sl.why for sl in slips)
-    return (f"Yours is {ratio:.4g}x the model answer, which is {label}: the likely slip is {reasons}."
+    return (f"Yours is {ratio:.4g}x the model answer, which matches {label}, the ratio of a common slip: {reasons}."
             + (f" The answer is in {unit}." if unit else ""))
 
 
@@ -136,7 +166,8 @@ class NapkinDrill(Drill):
         summary = f"{x:g} {n.unit} (model {n.value:.6g})"
         ratio = x / n.value if n.value else math.inf
         if rel <= self.tolerance or x == n.value:
-            return Grade(True, f"Right: {fmt(n.value)} {n.unit} (yours is {100 * rel:.1f}% off).{_near_note(ratio)}"
+            note = _near_note(ratio, n.unit)
+            return Grade(True, f"Right: {fmt(n.value)} {n.unit} (yours is {100 * rel:.1f}% off).{note}"
                                f"\n\n{n.derivation()}\n\n{self.why}", summary)
         within = "exact" if self.tolerance == 0 else f"within {100 * self.tolerance:g}%"
         slip = slip_text(ratio, n.unit)
@@ -157,8 +188,10 @@ class NapkinDrill(Drill):
         return f"{self.compute().derivation()}\n\n{self.why}"
 
 
-def _near_note(ratio: float) -> str:
-    """Return a note for a pass that is exactly (1024/1000)^k off (GB for GiB), '' otherwise."""
+def _near_note(ratio: float, unit: str) -> str:
+    """Return a note for a pass in a byte unit that is exactly (1024/1000)^k off (GB for GiB), '' otherwise."""
+    if "binary" not in families_for(unit):
+        return ""
     for k in (1, 2, 3, -1, -2, -3):
         if abs(ratio / 1.024 ** k - 1) < 0.002:
             return (f" It passes the tolerance, but yours is {ratio:.4g}x, which is (1024/1000)^{abs(k)}: "
