@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("implement", "spot_the_bug", "napkin", "concept")
+KINDS = ("implement", "spot_the_bug", "napkin", "concept", "profile")
 LEVELS = ("easy", "medium", "hard")
 TOPICS = ("gemm", "softmax", "attention", "moe", "memory", "tensor-cores", "numerics")
 TOPIC_NOTES = {

@@ -33,6 +33,10 @@ KIND_KEYS: dict[str, tuple[dict[str, type], dict[str, type]]] = {  # kind: (requ
                      {"rename": dict, "resolve": dict, "edits": list, "check_shapes": list, "witness": dict,
                       "correct": dict}),
     "napkin": ({"question": str, "answer": str, "args": dict, "why": str}, {"tolerance": float}),
+    "profile": ({"table": str, "variant": str, "limiter": str, "fixes": list, "evidence": list, "context": str,
+                 "why": str},
+                {"shape": dict, "dtype": str, "fixed": str, "min_blocks": int, "fixed_min_blocks": int, "grid": bool,
+                 "split_k": list, "compatible": list}),
     "concept": ({"question": str, "why": str},
                 {"form": str, "choices": list, "answer": str, "statements": list, "steps": list, "blanks": list,
                  "ref": str, "trials": int, "rubric": list, "model_answer": str, "references": list}),
@@ -275,7 +279,7 @@ def _profile(where: str, raw: dict, common: dict) -> Drill:
 
 
 BUILDERS: dict[str, Callable[[str, dict, dict], Drill]] = {
-    "implement": _implement, "spot_the_bug": _spot, "napkin": _napkin, "concept": _concept}
+    "implement": _implement, "spot_the_bug": _spot, "napkin": _napkin, "concept": _concept, "profile": _profile}
 
 
 def load_file(path: Path) -> list[Drill]:
