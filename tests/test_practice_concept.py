@@ -329,3 +329,13 @@ def test_bad_concept_data_is_refused_naming_the_drill(tmp_path, body, match):
     with pytest.raises(DrillDataError, match=match) as e:
         load_file(_toml(tmp_path, body))
     assert "x-concept" in str(e.value)
+
+
+def test_the_occupancy_reference_is_the_workbench_calculator():
+    import random
+
+    from workbench.cuda import arch
+
+    r, rng = REFS["blocks_per_sm"], random.Random(1)
+    for args in [*r.fixed, *(r.draw(rng) for _ in range(300))]:
+        assert r.fn(*args) == arch.occupancy(*args, "sm_90")["blocks_per_sm"], args

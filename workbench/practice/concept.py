@@ -201,7 +201,8 @@ class ConceptDrill(Drill):
             return f"{q}\n\nWrite `{r.signature}`, returning {r.returns}."
         if self.form not in SHUFFLED:
             return q
-        lead = {"select": "Which of these are true?", "order": "Put these steps in order."}.get(self.form, "")
+        lead = {"select": "Which of these are true?" if "true" not in q.lower() else "",
+                "order": "Put these steps in order." if "order" not in q.lower() else ""}.get(self.form, "")
         note = (f"*Shown in a shuffled order (attempt {self._attempts + 1}, seed {self.seed}): the letters above are "
                 "the ones graded; `d.reshuffle(seed)` repeats an order.*")
         return "\n\n".join(p for p in (q, lead, self._listed(), note) if p)

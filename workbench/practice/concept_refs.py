@@ -11,6 +11,7 @@ Facts a question quotes (an architecture's limits) come from ``given()``, comput
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable
@@ -117,11 +118,18 @@ def sectors_per_warp(stride_elems, elem_bytes):
 
 def blocks_per_sm(threads, regs, smem_bytes):
     """Resident blocks per SM on sm_90 (H100): the smallest of the four limits (the occupancy calculator's rules)."""
-    from workbench.cuda import arch
+    f = _occupancy_facts()  # the limits, from workbench.cuda.arch
+    warps = -(-threads // 32)
+    by_warps = f["warps"] // warps
+    regs_per_warp = -(-32 * regs // f["reg_unit"]) * f["reg_unit"]
+    warps_by_regs = f["regs"] // regs_per_warp // f["warp_gran"] * f["warp_gran"]
+    by_regs = warps_by_regs // warps
+    smem = -(-(smem_bytes + f["smem_reserved"]) // f["smem_unit"]) * f["smem_unit"]
+    by_smem = f["smem"] // smem
+    return min(by_warps, f["blocks"], by_regs, by_smem)
 
-    return arch.occupancy(threads, regs, smem_bytes, "sm_90")["blocks_per_sm"]
 
-
+@functools.cache
 def _occupancy_facts() -> dict[str, Any]:
     from workbench.cuda import arch
 
