@@ -174,7 +174,7 @@ def test_spot_model_answer_passes_and_the_neighbouring_line_fails():
     other = next(n for n in range(1, len(d.listing().lines) + 1) if n not in key.lines)
     res = d.submit(other)
     assert not res.passed and "fine as written" in res.feedback
-    assert "What the checker reports" in res.feedback and "masking" in res.feedback
+    assert "What this code does under the checker" in res.feedback and "masking" in res.feedback
 
 
 # ------------------------------------------------------------------------------------------------ napkin

@@ -20,7 +20,9 @@ When elements are wrong it names the pattern:
 Before those patterns, an op may recognise its own classic mistakes by recomputing them (``Op.explain``):
 ``normalizer`` (softmax: each row, or each lane's share of it, off by one factor: a wrong max or sum),
 ``online_rescale`` and ``causal_diagonal`` (attention: running sums not rescaled; the mask wrong at the diagonal),
-``swiglu`` (moe: a wrong expert activation).
+``swiglu`` (moe: a wrong expert activation). One such recomputation is the checker's own, for every op whose
+signature contracts a dimension named ``K`` (gemm, gemm_fp8): ``k_tail``, the output equals the reference computed
+without the last partial K tile, for some power-of-two tile size: a K loop that runs over whole tiles only.
 
 Every kernel call runs inside :func:`workbench._sanitize.sanitizing`, so the emulators check it as
 compute-sanitizer would: the CPU engine runs CUDA C with memcheck, initcheck and racecheck, the Numba simulator
@@ -117,6 +119,9 @@ DIAGNOSES = {
     "causal_diagonal": "the causal mask is wrong at the diagonal: a query sees keys past itself (an off-by-one in "
                        "key <= query, or no mask inside the tile that straddles the diagonal) or misses keys up to "
                        "itself (key < query, or a key loop that stops before the diagonal tile)",
+    "k_tail": "the K loop drops the last partial K tile: the output equals the product over K rounded down to a "
+              "whole number of tiles (a loop bound like k0 + BK <= K, or K // BK steps); loop cdiv(K, BK) times and "
+              "zero-fill (mask) the loads past K",
     "swiglu": "the expert activation is not SiLU(gate) * up: the up half is dropped, SiLU is left out or replaced by "
               "a sigmoid, or gate and up (rows 0..I-1 and I..2I-1 of w1) are swapped",
     "out_of_bounds": "the kernel read or wrote outside a buffer (memcheck): a missing bounds check (if (i < n), a "
@@ -1142,14 +1147,76 @@ def _run_case(fn: Callable, spec: Op, shape: dict, dt: torch.dtype, seed: int, c
     if spec.canonical is not None:  # an order the contract leaves free is put in canonical form first
         outs = list(spec.canonical(outs, refs, *inputs, **kw))
     _compare_outputs(res, spec, shape, dt, outs, refs, touts)
-    if not res.ok and spec.explain is not None:  # the op names a classic mistake it recognises in these outputs
-        atol, rtol = spec.tolerance(dt, shape) if spec.tolerance else (1e-5, 1e-5)
-        key = spec.explain([o.detach().double().cpu() for o in outs], [r.double().cpu() for r in refs],
-                           tuple(t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in inputs), kw,
-                           max(atol, 2 * (res.torch_err or 0.0)), rtol)
+    if not res.ok:
+        key = _recomputed_diagnosis(spec, res, outs, refs, inputs, shape, dt)
         if key is not None:
             res.diagnosis = key
     return res
+
+
+def _recomputed_diagnosis(spec: Op, res: CaseResult, outs: list[torch.Tensor], refs: list[torch.Tensor],
+                          inputs: tuple, shape: dict, dt: torch.dtype) -> str | None:
+    """Name a classic mistake by recomputing it: the op's own (``Op.explain``), else a GEMM's dropped K tail."""
+    atol, rtol = spec.tolerance(dt, shape) if spec.tolerance else (1e-5, 1e-5)
+    atol = max(atol, 2 * (res.torch_err or 0.0))
+    outs = [o.detach().double().cpu() for o in outs]
+    refs = [r.double().cpu() for r in refs]
+    inputs = tuple(t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in inputs)
+    sizes, kw = spec.split(shape)
+    if spec.explain is not None:  # the op names a classic mistake it recognises in these outputs
+        key = spec.explain(outs, refs, inputs, kw, atol, rtol)
+        if key is not None:
+            return key
+    return _k_tail(spec, outs, inputs, sizes, kw, atol, rtol)
+
+
+def contraction_axes(spec: Op, dim: str = "K") -> list[list[int]]:
+    """Return, per input of ``spec``'s signature, the axes named ``dim``; [] unless the outputs lack ``dim``.
+
+    ``gemm(a[M,K], b[K,N]) -> [M,N]`` gives ``[[1], [0]]`` for K: the dimension the op sums over.
+    """
+    args, _, result = spec.signature.partition("->")
+    out_dims = {d.strip() for group in re.findall(r"\[([^\]]*)\]", result) for d in group.split(",")}
+    axes = []
+    for arg in _signature_args(args):
+        m = re.search(r"\[([^\]]*)\]", arg)
+        dims = [d.strip() for d in m.group(1).split(",")] if m and "=" not in arg else []
+        axes.append([i for i, d in enumerate(dims) if d == dim])
+    if dim in out_dims or not any(axes):
+        return []
+    return axes
+
+
+def k_tail_lengths(k: int) -> list[int]:
+    """Return the K lengths a K loop over whole power-of-two tiles keeps (at least one whole tile, a tail dropped)."""
+    kept, t = set(), 2
+    while t < k:
+        if k % t:
+            kept.add(k - k % t)
+        t *= 2
+    return sorted(kept, reverse=True)
+
+
+def _k_tail(spec: Op, outs: list[torch.Tensor], inputs: tuple, sizes: dict, kw: dict, atol: float,
+            rtol: float) -> str | None:
+    """Return 'k_tail' when the outputs equal the reference computed without the last partial K tile."""
+    axes = contraction_axes(spec)
+    k = sizes.get("K")
+    if not axes or not isinstance(k, int) or len(axes) > len(inputs):
+        return None
+    for kept in k_tail_lengths(k):
+        cut = []
+        for t, ax in zip(inputs, axes + [[]] * (len(inputs) - len(axes)), strict=True):
+            if ax and isinstance(t, torch.Tensor):
+                t = t.clone()
+                for a in ax:
+                    t.narrow(a, kept, k - kept).zero_()
+            cut.append(t)
+        alt = spec.reference(*cut, **kw)
+        alts = [r.double().cpu() for r in (alt if isinstance(alt, (tuple, list)) else [alt])]
+        if all(close_to(o, r, atol, rtol) for o, r in zip(outs, alts, strict=True)):
+            return "k_tail"
+    return None
 
 
 def _outputs(res: CaseResult, spec: Op, out: object, refs: list[torch.Tensor], inputs: tuple, dt: torch.dtype

@@ -27,7 +27,7 @@ from typing import Any
 
 from workbench import budgets as _budgets
 from workbench.budgets import Budget
-from workbench.checker import DIAGNOSES, CaseResult, CheckReport, check
+from workbench.checker import CaseResult, CheckReport, check
 from workbench.practice import starters
 from workbench.registry import get_op
 
@@ -188,21 +188,15 @@ class Exercise:
                     f"counted by wb.profile at {report.budgets.where}: see every counter with "
                     f"wb.profile({self.entry}, *wb.make_inputs({self.op!r}, {_kwargs(report.budgets.shape)}))"
                     ".report().\nStuck? ex.hint()")
-        first = report.telling_failure
         d = report.diagnosis
         wrong_all = all(c.n_mismatch == c.n_elements for c in report.failures)
         if d in ("unwritten", "unwritten_rows") and wrong_all and bad == n:
             return ("Not yet: your kernel wrote none of the outputs (every element is still the checker's poison, "
                     "NaN). Fill in the TODOs so each thread/program stores its result. Stuck? ex.hint()")
+        from workbench.practice.implement import failure_headline
+
         level = "Almost" if bad < n else "Not yet"
-        if d == "error":
-            head = f"{level}: your function raised an exception on {_where(first)}:\n  {first.detail}"
-        elif d == "bad_output":
-            head = f"{level}: {first.detail} on {_where(first)}. Return the output tensor(s) you allocated."
-        else:
-            head = (f"{level}: {bad} of {n} runs are wrong.\n  What is wrong: {d}: {DIAGNOSES.get(d or '', '')}\n"
-                    f"  First failure: {first.line()}")
-        lines = [head]
+        lines = [f"{level}: {failure_headline(report).text()}"]
         outs, right = _wrong_outputs(report)
         if outs:
             lines.append(f"  Wrong output{'s' if len(outs) > 1 else ''}: {', '.join(outs)}"
@@ -214,12 +208,6 @@ class Exercise:
 
 def _kwargs(shape: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in shape.items())
-
-
-def _where(c: CaseResult) -> str:
-    """Return 'T=5, top_k=4 (int32, case skewed)' for one run."""
-    shape = ", ".join(f"{k}={v}" for k, v in c.shape.items())
-    return f"{shape} ({c.dtype}{'' if c.case == 'random' else f', case {c.case}'})"
 
 
 def _wrong_outputs(report: CheckReport) -> tuple[list[str], list[str]]:

@@ -286,6 +286,72 @@ def _cleanup() -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class FailureHeadline:
+    """The lead of a failed check's feedback: the diagnosis, and the failing run it comes from, shown first."""
+
+    diagnosis: str | None
+    case: Any  # the workbench.checker.CaseResult the diagnosis comes from
+    bad: int  # failing runs
+    runs: int  # all runs
+    note: str = ""  # what the failing runs share that the passing ones do not (a flag value), or ""
+
+    def where(self) -> str:
+        """Return 'M=17, N=33, K=9 (float32)' for the run, with its input case and probe kind when they matter."""
+        c = self.case
+        shape = ", ".join(f"{k}={v}" for k, v in c.shape.items())
+        extra = [c.dtype] + ([f"case {c.case}"] if c.case != "random" else []) + ([c.probe] if c.probe else [])
+        return f"{shape} ({', '.join(extra)})"
+
+    def text(self, markdown: bool = False) -> str:
+        """Return the headline: what failed, the diagnosis in words, and the run it comes from (the first shown)."""
+        from workbench.checker import DIAGNOSES
+
+        c, d = self.case, self.diagnosis
+        if d == "error":
+            return f"your function {c.detail} on {self.where()}."
+        if d == "bad_output":
+            return f"your function {c.detail} on {self.where()}. Return the output tensor(s) you allocated."
+        words = DIAGNOSES.get(d or "", "")
+        if markdown:
+            note = f"\n\n{self.note}" if self.note else ""
+            return (f"{self.bad} of {self.runs} runs are wrong.{note}\n\nWhat is wrong: **{d}**: {words}\n\n"
+                    f"First failure: `{c.line()}`")
+        note = f"\n  {self.note}" if self.note else ""
+        return (f"{self.bad} of {self.runs} runs are wrong.{note}\n  What is wrong: {d}: {words}\n"
+                f"  First failure: {c.line()}")
+
+
+def failure_headline(report: Any) -> FailureHeadline:
+    """Return the headline of a failed :class:`workbench.checker.CheckReport`: one function for drills and exercises.
+
+    The diagnosis is the report's, and the failure shown first is the run it comes from
+    (``report.telling_failure``), so the headline never names one mistake and shows a run with another.
+    """
+    case = report.telling_failure
+    if case is None:
+        raise ValueError(f"failure_headline: {report.op}/{report.name} has no failing run")
+    return FailureHeadline(case.diagnosis, case, sum(not c.ok for c in report.runs), len(report.runs),
+                           _flag_note(report))
+
+
+def _flag_note(report: Any) -> str:
+    """Return 'Every failing run has renormalize=False ...' when one flag value separates failing from passing runs."""
+    from workbench.registry import get_op
+
+    for flag, values in get_op(report.op).flags.items():
+        def value(c: Any, flag: str = flag, default: Any = values[0]) -> str:
+            return repr(c.shape.get(flag, default))
+
+        bad = {value(c) for c in report.runs if not c.ok}
+        good = {value(c) for c in report.runs if c.ok}
+        if len(bad) == 1 and good and not bad & good:
+            v = next(iter(bad))
+            return (f"Every failing run has {flag}={v}, and every run with {flag}={' or '.join(sorted(good))} "
+                    f"passes: does your function honour `{flag}`?")
+    return ""
+
+
 @dataclass(eq=False, repr=False)
 class ImplementDrill(Drill):
     """Write the op from a blank page in the drill's backend; ``d.submit(my_fn)`` runs the full checker."""
@@ -378,7 +444,7 @@ class ImplementDrill(Drill):
 
     def _grade(self, answer: Any) -> Grade:
         from workbench import checker
-        from workbench.checker import DIAGNOSES, check
+        from workbench.checker import check
         from workbench.registry import OpError, UnsupportedHere
 
         if isinstance(answer, str):
@@ -431,13 +497,7 @@ class ImplementDrill(Drill):
                                f"{sorted({c.dtype for c in report.cases})}), with {launches[0]} "
                                f"{self.backend} kernel launches. Compare with the model answer: d.reveal().",
                          summary, {"report": report})
-        first = report.failures[0]
-        d = report.diagnosis
-        if d in ("error", "bad_output"):
-            fb = f"Not yet: on {first.shape} {first.dtype} your function {first.detail}."
-        else:
-            fb = (f"Not yet: {bad} of {n} runs are wrong.\n\nWhat the wrong elements look like: **{d}**: "
-                  f"{DIAGNOSES.get(d or '', '')}\n\nFirst failure: `{first.line()}`")
+        fb = "Not yet: " + failure_headline(report).text(markdown=True)
         return Grade(False, fb + "\n\nStuck? `d.hint()`.", summary, {"report": report})
 
     def model_answer(self) -> Callable:

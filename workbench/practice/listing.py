@@ -15,8 +15,13 @@ is built from that file by pure text transformations, in this order:
 7. strip comments and docstrings (all of them: the bug's comments are among them), trailing spaces and runs of
    blank lines.
 
-The answer key is not typed: it is the set of listing lines that differ between the listing of the file as it is
-and the listing of the file with ``fix`` applied (for an inserted line, the two lines around the gap).
+The answer key is not typed: it is the set of listing lines that must change for the fix: the lines that differ
+between the listing of the file as it is and the listing of the file with ``fix`` applied (for an inserted line,
+the two lines around the gap). A line that only changes its whitespace, and a line that is blank or holds only
+braces and punctuation (``}``, ``{``, ``};``), never counts: no one fixes a bug by pointing at a brace.
+
+The checker's messages name lines of the real files (``wrong_gemm.cu:26``); :func:`map_lines` carries such a line
+to the listing's numbering by aligning the file's lines with the shown ones.
 """
 
 from __future__ import annotations
@@ -376,16 +381,105 @@ def extract_c(text: str, name: str, where: str) -> str:
     raise ListingError(f"{where}: function {name!r} has unbalanced braces")
 
 
+_TRIVIAL = re.compile(r"^[\s{}()\[\];,:]*$")
+
+
+def is_trivial(line: str) -> bool:
+    """True for a line that is never a bug by itself: blank, or only braces, brackets and punctuation (``};``)."""
+    return bool(_TRIVIAL.match(line))
+
+
+def _squash(line: str) -> str:
+    return re.sub(r"\s+", "", line)
+
+
 def answer_key(wrong: Sequence[str], fixed: Sequence[str]) -> list[int]:
-    """Return the 1-based lines of ``wrong`` that differ from ``fixed`` (both sides of an inserted line)."""
+    """Return the 1-based lines of ``wrong`` that must change to give ``fixed``.
+
+    A replaced or deleted line counts unless it is trivial (:func:`is_trivial`) or its replacement differs from it
+    only in whitespace; an inserted line makes the non-trivial lines on either side of the gap count (an inserted
+    run of trivial lines, a lone ``}``, adds none).
+    """
     key: set[int] = set()
     sm = difflib.SequenceMatcher(None, list(wrong), list(fixed), autojunk=False)
-    for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag in ("replace", "delete"):
-            key.update(range(i1 + 1, i2 + 1))
-        elif tag == "insert":
-            key.update(n for n in (i1, i1 + 1) if 1 <= n <= len(wrong))
+            kept = {_squash(s) for s in fixed[j1:j2]}
+            key.update(i + 1 for i in range(i1, i2) if not is_trivial(wrong[i]) and _squash(wrong[i]) not in kept)
+        elif tag == "insert" and not all(is_trivial(s) for s in fixed[j1:j2]):
+            key.update(n for n in (i1, i1 + 1) if 1 <= n <= len(wrong) and not is_trivial(wrong[n - 1]))
     return sorted(key)
+
+
+# ------------------------------------------------------------------------------------------------ file lines
+
+
+def blank_c_comments(text: str) -> str:
+    """Return C/C++ ``text`` with its comments replaced by spaces, line breaks kept (strings respected)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def blank_python_comments(text: str) -> str:
+    """Return Python ``text`` with its comments cut, line breaks kept."""
+    lines = text.splitlines()
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    for tok in toks:
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(lines)
+
+
+def map_lines(file_lines: Sequence[str], shown: Sequence[str]) -> dict[int, int]:
+    """Return {index in ``file_lines``: index in ``shown``} for the lines that are the same code (0-based).
+
+    Both sides are compared without whitespace (comments already blanked, renames already applied); lines only one
+    side has (a resolved-away branch, a docstring) are left out, and a changed line between two matched ones (an
+    edit) is matched with its counterpart when the two runs have the same length.
+    """
+    a = [(i, _squash(s)) for i, s in enumerate(file_lines) if _squash(s)]
+    b = [(j, _squash(s)) for j, s in enumerate(shown) if _squash(s)]
+    out: dict[int, int] = {}
+    sm = difflib.SequenceMatcher(None, [s for _, s in a], [s for _, s in b], autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            out.update((a[i][0], b[j][0]) for i, j in zip(range(i1, i2), range(j1, j2), strict=True))
+    return out
+
+
+def item_lines(text: str, name: str, c_file: bool, where: str) -> tuple[int, int]:
+    """Return the 1-based first and last line of top-level ``name`` in the file ``text`` (Python, or C with c_file)."""
+    block = extract_c(text, name, where) if c_file else extract_python(text, name, where)
+    start = text.find(block.rstrip("\n"))
+    if start < 0:
+        raise ListingError(f"{where}: cannot place {name!r} in its file")
+    first = text.count("\n", 0, start) + 1
+    return first, first + block.rstrip("\n").count("\n")
 
 
 def read(path: Path) -> str:

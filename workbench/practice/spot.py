@@ -4,13 +4,22 @@ One drill per registered known-wrong kernel. The listing comes from the kernel's
 transformations of :mod:`workbench.practice.listing`; the answer key is derived, not typed: the lines of the
 listing that change when the drill's ``fix`` is applied to the file. ``verify(drill)`` runs both versions of the
 file (as it is, and fixed) through the checker, which is how the tests prove that the lines that change are the
-bug: the file as it is fails with the kernel's declared diagnosis, the fixed file passes.
+bug: the file as it is fails with the kernel's declared diagnosis, the fixed file passes. Blank lines, braces and
+whitespace-only changes are never in the key (:func:`workbench.practice.listing.answer_key`): a lone ``}`` fails.
+
+After a guess the feedback shows what the code does under the checker (the shapes that pass and fail, a few wrong
+elements with what was expected, the diagnosis in words, a sanitizer's finding) with the listing's line numbers and
+names, never the known-wrong kernel's registered name or file. The optional label is judged by the mistake it
+names, not by one word: :data:`MISTAKES` maps plain words ("tail", "bounds", "syncthreads", "overflow") to
+mistakes, and a label passes when everything it names is this kernel's mistake (or it is the checker's own word for
+one of the kernel's failing runs).
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -22,7 +31,106 @@ from workbench.practice import listing as L
 from workbench.practice.base import Drill, Grade
 
 _REPORTS: dict[str, Any] = {}  # the checker's report of each known-wrong kernel, once per session
+_SAMPLES: dict[str, list[tuple[str, str, str]]] = {}  # a few wrong elements of a report's telling run
 _TMP: list[Path] = []
+
+# ------------------------------------------------------------------------------------------------ mistakes
+# Each mistake a spot-the-bug kernel can make, with the plain words that name it. A word may name several
+# (``mask``: a tail mask or the causal mask); a label passes when every word it uses names the kernel's mistake.
+MISTAKES: dict[str, tuple[str, ...]] = {
+    "bounds": ("bounds", "bound", "out of bounds", "oob", "bounds check", "boundary", "tail", "k tail", "tails",
+               "remainder", "partial tile", "last tile", "ragged", "edge", "masking", "mask", "missing mask",
+               "off by one", "guard", "missing guard", "unguarded", "grid", "grid size", "ceil", "floor",
+               "round up", "rounding up", "unwritten rows", "dropped rows", "loop bound", "k loop"),
+    "race": ("race", "races", "data race", "race condition", "hazard", "racecheck", "raw hazard", "war hazard",
+             "waw hazard"),
+    "barrier": ("barrier", "missing barrier", "syncthreads", "sync threads", "sync", "missing sync",
+                "synchronization", "synchronisation", "synchronize"),
+    "atomic": ("atomic", "atomics", "atomic add", "missing atomic", "non atomic", "write conflict",
+               "conflicting stores", "duplicate stores"),
+    "uninitialized": ("uninitialized", "uninitialised", "initcheck", "uninitialized read", "uninitialized memory",
+                      "garbage", "stale"),
+    "unwritten": ("unwritten", "never written", "missing store", "skipped store"),
+    "divergent": ("divergent barrier", "divergence", "divergent"),
+    "precision": ("precision", "low precision", "reduced precision", "accumulator", "accumulation",
+                  "fp16 accumulator", "fp16 accumulation", "fp32 accumulation", "rounding", "numerics"),
+    "overflow": ("overflow", "computed nan", "nan", "inf", "numerical stability", "stability", "unstable",
+                 "max subtraction", "subtract max", "subtract the max", "exp overflow"),
+    "special": ("special values", "special value", "nan", "inf", "empty row", "empty rows", "all inf",
+                "masked row", "fully masked"),
+    "scale": ("scale", "scaling", "factor", "wrong scale"),
+    "normalizer": ("normalizer", "normalization", "normalisation", "mean", "divisor", "reduction", "wrong axis",
+                   "wrong dimension", "wrong dim", "sum"),
+    "rescale": ("online rescale", "rescale", "rescaling", "missing rescale", "correction factor", "running max",
+                "online softmax"),
+    "causal": ("causal", "causal mask", "causal diagonal", "diagonal", "mask", "masking", "off by one"),
+    "activation": ("swiglu", "silu", "activation", "gate"),
+    "mutated": ("mutated input", "in place", "inplace", "input mutation", "mutates input", "overwrites input",
+                "writes input", "writes x", "aliasing", "wrong output buffer"),
+    "gradient": ("delta", "missing delta", "softmax backward", "softmax gradient", "gradient", "backward",
+                 "formula", "missing term", "rowsum"),
+    "padding": ("padding", "pad", "unpadded", "round up", "rounding up", "ceil", "alignment", "align",
+                "block multiple"),
+    "ties": ("tie", "ties", "tie break", "tiebreak", "tie breaking", "lowest index", "highest index",
+             "smallest index", "largest index", "argmax", "stable order"),
+    "quantization": ("quantization", "quantisation", "quantize", "quantise", "requant", "requantize",
+                     "requantization", "skipped requant", "fp8", "rounding"),
+    "block_scale": ("block scale", "block scales", "scale index", "scale row", "wrong scale", "scale",
+                    "scales", "indexing", "index"),
+}
+# The mistake each checker diagnosis names (``scattered`` names none: it only says no pattern was found).
+DIAGNOSIS_MISTAKES: dict[str, tuple[str, ...]] = {
+    "masking": ("bounds",), "out_of_bounds": ("bounds",), "k_tail": ("bounds",), "unwritten_rows": ("bounds",),
+    "unwritten": ("unwritten",), "race": ("race",), "missing_barrier": ("race", "barrier"),
+    "divergent_barrier": ("divergent",), "uninitialized": ("uninitialized",), "precision": ("precision",),
+    "computed_nan": ("overflow",), "special_values": ("special",), "scale": ("scale",),
+    "normalizer": ("normalizer",), "online_rescale": ("rescale",), "causal_diagonal": ("causal",),
+    "swiglu": ("activation",), "mutated_input": ("mutated",), "scattered": (),
+}
+# Kernels whose mistake is not (only) what their diagnosis names: the checker's word is a pattern, the mistake is
+# the line (a race needs an atomic, not a barrier; a scattered result comes from a missing term).
+KERNEL_MISTAKES: dict[str, tuple[str, ...]] = {
+    "gemm/wrong_missing_syncthreads": ("race", "barrier"),
+    "gemm/wrong_k_tail": ("bounds",),
+    "moe/wrong_combine_store": ("race", "atomic"),
+    "attention_bwd/wrong_no_delta": ("gradient",),
+    "moe_align/wrong_unpadded": ("padding",),
+    "moe_topk/wrong_ties_high_id": ("ties",),
+    "gemm_fp8/wrong_fp16_accumulator": ("precision", "overflow"),
+    "moe_fp8/wrong_bf16_intermediate": ("quantization",),
+    "moe_fp8/wrong_up_scale_row": ("block_scale",),
+    "rmsnorm/wrong_mean_over_rows": ("scale", "normalizer"),
+    "softmax/wrong_unguarded_warp_slots": ("uninitialized", "bounds"),
+}
+
+
+def _words(label: str) -> str:
+    """Return ``label`` lower-cased, with ``_ - / ( ) .`` as spaces and runs of spaces squeezed."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", label.lower()).split())
+
+
+def _phrases() -> dict[str, set[str]]:
+    """Return {phrase: the mistakes it names}, the checker's own words included."""
+    out: dict[str, set[str]] = {}
+    for mistake, words in MISTAKES.items():
+        for w in words:
+            out.setdefault(_words(w), set()).add(mistake)
+    for diagnosis, mistakes in DIAGNOSIS_MISTAKES.items():
+        out.setdefault(_words(diagnosis), set()).update(mistakes)
+    return out
+
+
+def named_mistakes(label: str) -> list[set[str]]:
+    """Return the mistakes each phrase of ``label`` names, longest phrases first (``[]``: it names none we know)."""
+    phrases = _phrases()
+    pattern = r"\b(?:" + "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True)) + r")\b"
+    return [phrases[m.group(0)] for m in re.finditer(pattern, _words(label))]
+
+
+def _is_known_label(label: str) -> bool:
+    from workbench.checker import DIAGNOSES
+
+    return label in DIAGNOSES or bool(named_mistakes(label))
 
 
 @dataclass(frozen=True)
@@ -105,30 +213,57 @@ class SpotTheBugDrill(Drill):
                     if path.endswith(".py") else L.read(Path(v.source).parent / path)
         return L.apply_renames(texts, self.renames, where)
 
-    def listing(self, fixed: bool = False) -> L.Listing:
-        """Return the numbered listing the learner sees (``fixed=True``: the same listing with the fix applied)."""
+    def _blocks(self, fixed: bool) -> list[tuple[str, L.Part]]:
+        """Return each shown item with its own part (before parts of one caption are merged)."""
         texts = self._texts(fixed, for_listing=True)
-        parts = []
+        out = []
         for item in self.show_items:
             path, name = _split_item(item)
             name = self.renames.get(name, name)
             text = texts[path]
-            if path == "cu" or path.endswith((".cu", ".cuh")):
+            if _is_c(path):
                 lines = L.strip_c(L.extract_c(text, name, f"drill {self.id}"))
-                parts.append(L.Part("CUDA C", "cuda", tuple(lines)))
+                out.append((item, L.Part("CUDA C", "cuda", tuple(lines))))
             else:
                 src = L.extract_python(text, name, f"drill {self.id}")
                 caption = ("Triton kernel" if "@triton.jit" in src else "Numba CUDA kernel" if "@cuda.jit" in src
                            else "Python")
-                parts.append(L.Part(caption, "python", tuple(L.strip_python(src))))
-        return L.Listing(_merge_parts(parts))
+                out.append((item, L.Part(caption, "python", tuple(L.strip_python(src)))))
+        return out
+
+    def listing(self, fixed: bool = False) -> L.Listing:
+        """Return the numbered listing the learner sees (``fixed=True``: the same listing with the fix applied)."""
+        return L.Listing(_merge_parts([p for _, p in self._blocks(fixed)]))
 
     def key(self) -> list[int]:
-        """Return the answer key: the listing lines that the fix changes (both neighbours of an inserted line)."""
+        """Return the answer key: the listing lines that must change for the fix (never a blank or brace line)."""
         key = L.answer_key(self.listing().lines, self.listing(fixed=True).lines)
         if not key:
-            raise L.ListingError(f"drill {self.id}: the fix changes nothing in the listing")
+            raise L.ListingError(f"drill {self.id}: the fix changes no line of the listing that is more than a brace")
         return key
+
+    def mistakes(self) -> set[str]:
+        """Return the mistakes (keys of :data:`MISTAKES`) this drill's kernel makes."""
+        v = self.kernel
+        named = KERNEL_MISTAKES.get(f"{v.op}/{v.name}") or DIAGNOSIS_MISTAKES.get(v.expected_diagnosis or "", ())
+        if not named:
+            raise L.ListingError(f"drill {self.id}: {v.op}/{v.name}'s diagnosis {v.expected_diagnosis!r} names no "
+                                 "mistake: add the kernel to workbench.practice.spot.KERNEL_MISTAKES")
+        return set(named)
+
+    def label_ok(self, label: str, checker_words: set[str] | None = None) -> bool:
+        """Return True when ``label`` names this kernel's mistake, or is the checker's word for one of its runs.
+
+        Every phrase of the label must name the mistake (``"race"`` passes a barrier race, ``"race or a tail"``
+        does not); ``checker_words`` are the diagnoses the checker gives the kernel's failing runs (default: its
+        declared one).
+        """
+        words = checker_words if checker_words is not None else {self.kernel.expected_diagnosis}
+        if label.strip().lower() in words or _words(label) in {_words(w) for w in words if w}:
+            return True
+        found = named_mistakes(label)
+        mine = self.mistakes()
+        return bool(found) and all(m & mine for m in found)
 
     # -------------------------------------------------------------- the drill
     def statement(self) -> str:
@@ -139,61 +274,67 @@ class SpotTheBugDrill(Drill):
                 f"right. Which line(s)?\n\n{self.listing().markdown()}")
 
     def answer_format(self) -> str:
-        from workbench.checker import DIAGNOSES
-
-        return ("the line number(s) of the bug: `d.submit(12)` or `d.submit([12, 14])`; name what the checker would "
-                "say too with `d.submit(BugAnswer(12, 'masking'))` (one of " + ", ".join(sorted(DIAGNOSES)) + ").")
+        return ("the line number(s) of the bug: `d.submit(12)` or `d.submit([12, 14])`; name the mistake too with "
+                "`d.submit(BugAnswer(12, 'tail'))`: in plain words (a tail, a race, a missing barrier, an overflow, "
+                "...) or as the checker's diagnosis (`wb.checker.DIAGNOSES`).")
 
     def checker_report(self) -> Any:
         """Return what the checker reports for this kernel (first dtype, one seed; run once per session)."""
         import workbench as wb
 
-        shapes = list(self.check_shapes) if self.check_shapes else None
-        key = json.dumps([self.op, self.variant, shapes], sort_keys=True, default=str)
+        key = self._report_key()
         if key not in _REPORTS:
             v = self.kernel
+            shapes = list(self.check_shapes) if self.check_shapes else None
             _REPORTS[key] = wb.check(v, shapes=shapes, dtypes=v.dtypes[:1], quick=True)
         return _REPORTS[key]
 
-    def _grade(self, answer: Any) -> Grade:
-        from workbench.checker import DIAGNOSES
+    def _report_key(self) -> str:
+        shapes = list(self.check_shapes) if self.check_shapes else None
+        return json.dumps([self.op, self.variant, shapes], sort_keys=True, default=str)
 
-        ans = answer if isinstance(answer, BugAnswer) else (
-            BugAnswer(answer.get("lines", ()), answer.get("diagnosis")) if isinstance(answer, dict) else
-            BugAnswer(answer))
-        if ans.diagnosis is not None and ans.diagnosis not in DIAGNOSES:
-            raise ValueError(f"drill {self.id}: diagnosis {ans.diagnosis!r} is not one of the checker's: "
-                             f"{sorted(DIAGNOSES)}")
+    def _grade(self, answer: Any) -> Grade:
+        ans = _as_answer(answer)
+        if ans.diagnosis is not None and not _is_known_label(ans.diagnosis):
+            raise ValueError(f"drill {self.id}: diagnosis {ans.diagnosis!r} names no mistake the drills know and is "
+                             "not one of the checker's diagnoses: name it in plain words (a tail, a race, a missing "
+                             "barrier, an overflow, precision, ...) or use a key of wb.checker.DIAGNOSES")
         lst = self.listing()
         n = len(lst.lines)
-        key = set(self.key())
-        expected = self.kernel.expected_diagnosis
-        report = self.checker_report()
-        outside = [x for x in ans.lines if not 1 <= x <= n]
-        wrong_lines = [x for x in ans.lines if x not in key]
-        lines_ok = not outside and not wrong_lines
-        diag_ok = ans.diagnosis is None or ans.diagnosis == expected
-        checker = f"What the checker reports for this kernel:\n\n```\n{report.summary()}\n```"
         summary = f"lines {list(ans.lines)}" + (f", diagnosis {ans.diagnosis}" if ans.diagnosis else "")
+        outside = [x for x in ans.lines if not 1 <= x <= n]
         if outside:
             return Grade(False, f"The listing has lines 1..{n}; {outside} is outside it.", summary)
-        if lines_ok and diag_ok:
+        named = [x for x in ans.lines if not L.is_trivial(lst.line(x))]
+        if not named:
+            shown = ", ".join(f"{x} (`{lst.line(x).strip() or 'blank'}`)" for x in ans.lines)
+            return Grade(False, f"Line{'s' if len(ans.lines) > 1 else ''} {shown}: a blank line or a brace is never "
+                                "the bug. Name the line(s) of code that must change.", summary)
+        key = set(self.key())
+        report = self.checker_report()
+        wrong_lines = [x for x in named if x not in key]
+        diag_ok = ans.diagnosis is None or self.label_ok(ans.diagnosis, self.checker_words(report))
+        behaviour = self.behaviour(report)
+        if not wrong_lines and diag_ok:
             fb = [f"Right: the bug is on line{'s' if len(key) > 1 else ''} {sorted(key)}."]
             if ans.diagnosis:
-                fb.append(f"And the checker does say `{expected}`.")
-            fb += [self.why, checker, "The fix:\n\n" + _diff(lst, self.listing(fixed=True))]
+                fb.append(f"And `{ans.diagnosis}` names its mistake.")
+            fb += [self.why, behaviour, "The fix:\n\n" + _diff(lst, self.listing(fixed=True))]
             return Grade(True, "\n\n".join(fb), summary)
-        fb = []
-        if not lines_ok:
-            fb.append(f"Not quite: line{'s' if len(wrong_lines) > 1 else ''} {wrong_lines} "
-                      f"{'are' if len(wrong_lines) > 1 else 'is'} fine as written.")
+        if wrong_lines:
+            listed = ", ".join(map(str, wrong_lines))
+            fb = [f"Not quite: line{'s' if len(wrong_lines) > 1 else ''} {listed} "
+                  f"{'are' if len(wrong_lines) > 1 else 'is'} fine as written."]
         else:
-            fb.append("The lines are right.")
+            fb = ["The lines are right."]
         if not diag_ok:
-            fb.append(f"The checker does not say `{ans.diagnosis}` for this kernel (see its report below).")
-        fb.append(checker)
-        fb.append("Stuck? `d.hint()`; `d.reveal()` shows the answer (recorded as a reveal).")
+            fb.append(f"But `{ans.diagnosis}` does not name this kernel's mistake (see what it does below).")
+        fb += [behaviour, "Stuck? `d.hint()`; `d.reveal()` shows the answer (recorded as a reveal)."]
         return Grade(False, "\n\n".join(fb), summary)
+
+    def checker_words(self, report: Any) -> set[str]:
+        """Return the kernel's declared diagnosis and the diagnoses of the report's failing runs."""
+        return {self.kernel.expected_diagnosis or ""} | {c.diagnosis for c in report.runs if not c.ok and c.diagnosis}
 
     def model_answer(self) -> BugAnswer:
         return BugAnswer(self.key(), self.kernel.expected_diagnosis)
@@ -204,6 +345,126 @@ class SpotTheBugDrill(Drill):
         shown = "\n".join(f"{k}: {lst.line(k).strip()}" for k in key)
         return (f"Line(s) {key}:\n\n```\n{shown}\n```\n\n{self.why}\n\nThe checker says `"
                 f"{self.kernel.expected_diagnosis}`. The fix:\n\n{_diff(lst, self.listing(fixed=True))}")
+
+    # -------------------------------------------------------------- what the code does, in the listing's terms
+    def behaviour(self, report: Any) -> str:
+        """Return markdown on what the kernel does under the checker, in the listing's names and line numbers.
+
+        The runs that pass and fail by shape, then the telling run: a few wrong elements with what was expected,
+        or the sanitizer's (or the exception's) finding, and the diagnosis in words. No registered name, no file.
+        """
+        from workbench.checker import DIAGNOSES
+
+        fails = [c for c in report.cases if not c.ok] or [c for c in report.probes if not c.ok]
+        if not fails:
+            return "Under the checker, every run of this code passes (at the shapes it tried)."
+        case = report.telling_failure
+        out = [f"**What this code does under the checker:** {sum(not c.ok for c in report.runs)} of "
+               f"{len(report.runs)} runs fail.\n\n" + _by_shape(report.cases)]
+        where = _where(case)
+        if case.worst is not None:
+            out.append(f"On {where}: {case.n_mismatch} of {case.n_elements} output elements are wrong, e.g.\n\n"
+                       + self._sample_table(case))
+        else:
+            detail = self.scrub(case.detail)
+            lines = detail.splitlines()
+            more = f"\n... ({len(lines) - 12} more lines)" if len(lines) > 12 else ""
+            out.append(f"On {where} the run fails:\n\n```\n" + "\n".join(lines[:12]) + more + "\n```")
+        out.append(f"What that means: {self.scrub(DIAGNOSES.get(case.diagnosis or '', ''))}")
+        return "\n\n".join(out)
+
+    def _sample_table(self, case: Any) -> str:
+        """Return a markdown table of a few wrong elements of ``case``: got and expected."""
+        rows = _SAMPLES.get(self._report_key())
+        if rows is None:
+            try:
+                rows = self._samples(case)
+            except Exception:  # noqa: BLE001  (a rerun that fails still leaves the checker's worst element)
+                rows = []
+            if not rows:
+                w = case.worst
+                name = w.get("output", "out")
+                rows = [(f"{name}[{', '.join(map(str, w['index']))}]", str(w["got"]), str(w["expected"]))]
+            _SAMPLES[self._report_key()] = rows
+        body = "\n".join(f"| `{i}` | {g} | {e} |" for i, g, e in rows)
+        return "| element | got | expected |\n|---|---|---|\n" + body
+
+    def _samples(self, case: Any, n: int = 4) -> list[tuple[str, str, str]]:
+        """Run the kernel again on ``case``'s inputs; return (element, got, expected) of its first wrong elements."""
+        import torch
+
+        from workbench.checker import _fmt
+        from workbench.registry import as_dtype, get_op, is_poison, make_inputs, poisoning
+
+        spec = get_op(self.op)
+        _, kw = spec.split(case.shape)
+        dt = as_dtype(case.dtype)
+        inputs = make_inputs(self.op, dtype=dt, seed=case.seed, case=case.case, **case.shape)
+        ref = spec.reference(*inputs, **kw)
+        with poisoning():
+            got = self.kernel(*inputs, **kw)
+        refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+        outs = list(got) if isinstance(got, (tuple, list)) else [got]
+        if spec.canonical is not None:
+            outs = list(spec.canonical(outs, refs, *inputs, **kw))
+        names = spec.outputs or ("out",)
+        k = names.index(case.worst["output"]) if "output" in case.worst else 0
+        o, r = outs[k].detach().cpu(), refs[k].detach().cpu()
+        poison = is_poison(o)
+        rows = []
+        for idx in dict.fromkeys([tuple(case.worst["index"])] + [tuple(i) for i in case.first_indices]):
+            if len(rows) == n:
+                break
+            g = "never written (poison)" if bool(poison[idx]) else _fmt(float(o[idx].to(torch.float64)))
+            rows.append((f"{names[k]}[{', '.join(map(str, idx))}]", g, _fmt(float(r[idx].to(torch.float64)))))
+        return rows
+
+    def scrub(self, text: str) -> str:
+        """Return a checker message in the listing's terms: its line numbers and names, no file or kernel name."""
+        lines = self._line_map()
+
+        def line(m: re.Match) -> str:
+            shown = lines.get((m.group("base"), int(m.group("line"))))
+            return f"line {shown}" if shown else "a line outside the listing"
+
+        text = _FILE_LINE.sub(line, text)
+        for old, new in self.renames.items():
+            text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+        text = _FILE.sub("the kernel's source", text)
+        return _wrong_names().sub(self.op, text)
+
+    def _line_map(self) -> dict[tuple[str, int], int]:
+        """Return {(file name, line in that file): listing line} for the lines of the real files that are shown."""
+        key = f"map:{self.id}"
+        if key not in _LINE_MAPS:
+            _LINE_MAPS[key] = self._build_line_map()
+        return _LINE_MAPS[key]
+
+    def _build_line_map(self) -> dict[tuple[str, int], int]:
+        v = self.kernel
+        files = {"py": Path(v.source)}
+        if v.cu_file is not None:
+            files["cu"] = Path(v.cu_file)
+        out: dict[tuple[str, int], int] = {}
+        start = 0  # where the item's lines begin in the listing (0-based)
+        prev_caption = None
+        for item, part in self._blocks(False):
+            path, name = _split_item(item)
+            if prev_caption == part.caption:
+                start += 1  # the blank line _merge_parts puts between two parts of one caption
+            file = files.get(path) or Path(v.source).parent / path
+            raw = L.read(file)
+            first, last = L.item_lines(raw, name, _is_c(path), f"drill {self.id}")
+            region = raw.splitlines()[first - 1:last]
+            text = "\n".join(region)
+            text = L.blank_c_comments(text) if _is_c(path) else L.blank_python_comments(text)
+            for old, new in self.renames.items():
+                text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+            for i, j in L.map_lines(text.split("\n"), part.lines).items():
+                out[(file.name, first + i)] = start + j + 1
+            start += len(part.lines)
+            prev_caption = part.caption
+        return out
 
     # -------------------------------------------------------------- the correct kernel it derives from
     def counterpart_mismatches(self) -> list[str]:
@@ -248,6 +509,61 @@ class SpotTheBugDrill(Drill):
                               "__file__": str(py)}
         exec(compile(texts["py"], str(py), "exec"), ns)  # noqa: S102  (the project's own kernel file)
         return ns[v.fn.__name__]
+
+
+_LINE_MAPS: dict[str, dict[tuple[str, int], int]] = {}
+_FILE_LINE = re.compile(r"(?:[\w.~+-]*/)*(?P<base>[\w.+-]+\.(?:py|cuh|cu)):(?P<line>\d+)")
+_FILE = re.compile(r"(?:[\w.~+-]*/)*[\w.+-]+\.(?:py|cuh|cu)\b")
+
+
+def _wrong_names() -> re.Pattern:
+    """Return a pattern of every registered known-wrong kernel's name (``op/name`` or ``name``)."""
+    import workbench as wb
+
+    names = sorted({v.name for op in wb.ops() for v in wb.known_wrong(op)}, key=len, reverse=True)
+    alternatives = "|".join([re.escape(n) for n in names] + [r"wrong_\w+"])
+    return re.compile(rf"\b(?:\w+/)?(?:{alternatives})\b")
+
+
+def _as_answer(answer: Any) -> BugAnswer:
+    if isinstance(answer, BugAnswer):
+        return answer
+    if isinstance(answer, dict):
+        return BugAnswer(answer.get("lines", ()), answer.get("diagnosis"))
+    return BugAnswer(answer)
+
+
+def _is_c(path: str) -> bool:
+    return path == "cu" or path.endswith((".cu", ".cuh"))
+
+
+def _shape_text(shape: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items())
+
+
+def _where(case: Any) -> str:
+    """Return 'M=17, N=33, K=9 (float32, inputs: edge)' for one run."""
+    extra = [case.dtype] + ([f"inputs: {case.case}"] if case.case != "random" else [])
+    return f"{_shape_text(case.shape)} ({', '.join(extra)})"
+
+
+def _by_shape(cases: list) -> str:
+    """Return a markdown list: each checked shape, whether it passes, and the input cases that fail."""
+    rows: dict[str, list] = {}
+    for c in cases:
+        rows.setdefault(_shape_text(c.shape), []).append(c)
+    out = []
+    for shape, runs in rows.items():
+        bad = list(dict.fromkeys(c.case for c in runs if not c.ok))
+        good = list(dict.fromkeys(c.case for c in runs if c.ok))
+        if not bad:
+            verdict = "passes"
+        elif good and bad != ["random"]:
+            verdict = f"fails with inputs {', '.join(bad)} (passes with {', '.join(good)})"
+        else:
+            verdict = "fails"
+        out.append(f"- {shape}: {verdict}")
+    return "\n".join(out)
 
 
 def _copy_cuda(cu: Path, text: str, op_dir: Path, tmp: Path) -> None:
