@@ -214,7 +214,7 @@ class ConceptDrill(Drill):
             "choice": f"one letter: `d.submit(\"a\")` ... `d.submit(\"{last}\")`.",
             "select": "the letters of every true statement: `d.submit(\"ac\")` or `d.submit({\"a\", \"c\"})`; "
                       "`d.submit(\"none\")` when none is true.",
-            "order": f"all {n} letters in order: `d.submit(\"{LETTERS[:n][::-1]}\")`.",
+            "order": f"the {n} letters in the order the steps happen, as one string: `d.submit(\"...\")` (or a list).",
             "blank": ("the missing text: `d.submit(\"...\")`" if len(self.blanks) == 1 else
                       f"a list of {len(self.blanks)} strings, one per blank: `d.submit([...])`") +
                      "; case and spaces do not matter.",
