@@ -17,6 +17,7 @@ per topic and a suggested next session. Every attempt goes to the progress store
 from __future__ import annotations
 
 import copy
+import dataclasses
 import html
 import random
 import time
@@ -63,6 +64,8 @@ class FollowUp:
         fu.task = f"**Follow-up.** {self.prompt}\n\n{d.task}"
         if self.dtypes is not None:
             fu.dtypes = tuple(self.dtypes)
+            if getattr(fu, "inspect", None) is not None:  # a drill graded by its compiled code: compile that dtype
+                fu.inspect = dataclasses.replace(fu.inspect, dtype=self.dtypes[0])
         if self.shapes is not None:
             fu.shapes = tuple(dict(s) for s in self.shapes)
         if not self.keep_budgets:
@@ -81,13 +84,24 @@ def _runs_here(variant: Any, dtype: str, shapes: list[dict]) -> bool:
     return all(variant.why_not_here(dtype, s) is None for s in shapes)
 
 
+def _judged_here(d: Drill, variant: Any, dtype: str, shapes: list[dict]) -> bool:
+    """True when the drill can judge ``dtype`` here: the model runs it, or the compiled code is the verdict here."""
+    rule = getattr(d, "inspect", None)
+    if rule is not None and not rule.run:
+        from workbench import MODE
+
+        if MODE != "gpu":
+            return True  # graded by the compiler without a GPU (workbench.practice.hopper)
+    return _runs_here(variant, dtype, shapes)
+
+
 def _dtype_follow_up(d: Drill, variant: Any, shapes: list[dict]) -> FollowUp | None:
     from workbench.registry import dtype_name
 
     have = set(d.checked_dtypes())
     supported = {dtype_name(t) for t in variant.dtypes}
     for dt in PREFERRED_DTYPES:
-        if dt not in have and dt in supported and _runs_here(variant, dt, shapes):
+        if dt not in have and dt in supported and _judged_here(d, variant, dt, shapes):
             low = dt in ("bfloat16", "float16")
             how = ("accumulate in float32 and convert once, on the store; the checker's tolerance is the one for "
                    f"{dt}" if low else "every intermediate is float32 now; the tolerance is tighter")
