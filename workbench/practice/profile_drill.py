@@ -201,13 +201,14 @@ def match_terms(text: str, vocab: dict[str, Term]) -> list[str]:
     names uncap-registers, not cap-registers too), and so is every id a matched term absorbs.
     """
     words = set(_norm_words(text))
-    best: dict[str, frozenset[str]] = {}
+    found: dict[str, list[frozenset[str]]] = {}
     for t in vocab.values():
         for p in t.phrases:
             pw = frozenset(_norm_words(p))
-            if pw and pw <= words and len(pw) > len(best.get(t.id, frozenset())):
-                best[t.id] = pw
-    ids = [i for i, pw in best.items() if not any(pw < other for j, other in best.items() if j != i)]
+            if pw and pw <= words:
+                found.setdefault(t.id, []).append(pw)
+    others = {i: [pw for j, pws in found.items() if j != i for pw in pws] for i in found}
+    ids = [i for i, pws in found.items() if not all(any(pw < o for o in others[i]) for pw in pws)]
     absorbed = {a for i in ids for a in vocab[i].absorbs}
     return [i for i in ids if i not in absorbed]
 
