@@ -339,13 +339,9 @@ def _drill_rank(status: Any) -> int:
 
 
 def topic_order(progress: Any) -> dict[str, int]:
-    """Return each topic's dealing rank: practised topics not mastered (lowest mastery first), then the ones not
-    practised yet, then the mastered ones."""
-    lines = progress.topics
-    weak = sorted((t for t in lines if t.tried and t.mastery < 1), key=lambda t: (t.mastery, -t.failed_attempts))
-    fresh = [t for t in lines if not t.tried]
-    done = [t for t in lines if t.tried and t.mastery >= 1]
-    return {t.topic: i for i, t in enumerate(weak + fresh + done)}
+    """Return each topic's dealing rank, weakest first (:func:`workbench.practice.summary.weakest`): practised
+    topics not mastered, lowest mastery first, then the ones not practised yet, then the mastered ones."""
+    return {t.topic: i for i, t in enumerate(progress.weakest(len(TOPICS)))}
 
 
 def deal(pool: Sequence[Drill], rng: random.Random, progress: Any = None) -> list[Drill]:

@@ -7,8 +7,9 @@ of a timed attempt or a mock interview as *passed over time*: both are marked pa
 mastery. A self-assessed answer (a learner's own mark against a rubric) is never a pass.
 
 A topic's *mastery* is the credit (clean pass 1, marked pass 1/2) over the items tried in it; its *coverage* is the
-share of its items tried. The weakest topics are the practised ones with the lowest mastery (ties: more failed
-attempts first), then the topics not practised yet; the mock interview deals from them first.
+share of its items tried. The weakest topics are the practised ones not mastered, lowest mastery first (ties: more
+failed attempts first), then the topics not practised yet, then the mastered ones; the mock interview deals from
+them in that order.
 """
 
 from __future__ import annotations
@@ -205,10 +206,13 @@ def topic_lines(st: dict[str, DrillStatus]) -> list[TopicLine]:
 
 
 def weakest(lines: list[TopicLine], n: int = 3) -> list[TopicLine]:
-    """Return the ``n`` weakest topics: practised ones by mastery (lowest first), then the unpractised."""
-    tried = sorted((t for t in lines if t.tried), key=lambda t: (t.mastery, -t.failed_attempts, t.topic))
-    untried = [t for t in lines if not t.tried and t.total]
-    return (tried + untried)[:n]
+    """Return the ``n`` weakest topics: practised ones not mastered (lowest mastery first, then more failed
+    attempts), then the ones not practised yet, then the mastered ones (every tried item passed cleanly)."""
+    weak = sorted((t for t in lines if t.tried and t.mastery < 1), key=lambda t: (t.mastery, -t.failed_attempts,
+                                                                                     t.topic))
+    fresh = [t for t in lines if not t.tried and t.total]
+    done = sorted((t for t in lines if t.tried and t.mastery >= 1), key=lambda t: (-t.failed_attempts, t.topic))
+    return (weak + fresh + done)[:n]
 
 
 def _level_rank(s: DrillStatus) -> int:
