@@ -159,3 +159,16 @@ def test_a_follow_up_not_passed_is_a_next_step():
     p = progress(catalogue(), exercises=False)
     assert p.statuses["vecadd-implement-cuda"].follow_ups == {"float16": False}
     assert any("Follow-up not passed yet: vecadd-implement-cuda under float16" in s for s in p.next_steps())
+
+
+def test_finish_prints_once_in_a_script_and_leaves_the_echo_to_a_plain_prompt(monkeypatch, capsys):
+    import sys
+
+    ids = ["gemm-napkin-intensity", "gemm-napkin-ridge", "vecadd-bug-triton-mask", "vecadd-implement-cuda"]
+    monkeypatch.setattr(M, "_cell", lambda: None)  # no IPython
+    monkeypatch.delattr(sys, "ps1", raising=False)
+    mock_interview(minutes=30, drills=ids).finish()
+    assert capsys.readouterr().out.count("mock interview") == 1  # a script: printed once
+    monkeypatch.setattr(sys, "ps1", ">>> ", raising=False)
+    sheet = mock_interview(minutes=30, drills=ids).finish()
+    assert capsys.readouterr().out == "" and "mock interview" in repr(sheet)  # the prompt echoes it once

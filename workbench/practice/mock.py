@@ -20,6 +20,7 @@ import copy
 import dataclasses
 import html
 import random
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -318,14 +319,24 @@ class ScoreSheet:
 
     def _ipython_display_(self) -> None:
         """Display the sheet, unless this very cell displayed it already (``finish()`` shows it, then returns it)."""
-        from IPython import get_ipython
-        from IPython.display import HTML, display
-
-        ip = get_ipython()
-        cell = getattr(ip, "execution_count", None)
+        cell = _cell()
         if cell is not None and cell == self._shown_in:
             return
-        display(HTML(self._repr_html_()))
+        if in_notebook():
+            from IPython.display import HTML, display
+
+            display(HTML(self._repr_html_()))
+        else:
+            print(self.text())
+
+
+def _cell() -> int | None:
+    """Return IPython's execution count (the cell being run), None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return getattr(get_ipython(), "execution_count", None)
 
 
 # ----------------------------------------------------------------------------------------------- dealing
@@ -552,9 +563,13 @@ class MockInterview:
                 self._score()
 
     def finish(self) -> ScoreSheet:
-        """End the interview (items not reached count as such); show the score sheet once and return it."""
+        """End the interview (items not reached count as such); show the score sheet once and return it.
+
+        In Jupyter or IPython the returned sheet is not shown a second time by the same cell; in a plain Python
+        prompt the prompt's echo of it is the one display.
+        """
         self._score()
-        self._display_sheet()
+        self._display_sheet(returned=True)
         return self._sheet
 
     def _score_item(self, d: Drill) -> ItemScore:
@@ -582,15 +597,16 @@ class MockInterview:
             sheet.next_drills = self._next_drills(sheet.weak_topics())
             self._sheet = sheet
 
-    def _display_sheet(self) -> None:
+    def _display_sheet(self, returned: bool = False) -> None:
+        """Show the sheet: HTML in a notebook, text elsewhere (not when a plain prompt echoes the returned sheet)."""
+        cell = _cell()
         if in_notebook():
-            from IPython import get_ipython
             from IPython.display import HTML, display
 
             display(HTML(self._sheet._repr_html_()))
-            self._sheet._shown_in = getattr(get_ipython(), "execution_count", None)
-        else:
+        elif cell is not None or not (returned and hasattr(sys, "ps1")):
             print(self._sheet.text())
+        self._sheet._shown_in = cell
 
 
 def _progress_or_none() -> Any:
