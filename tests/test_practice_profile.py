@@ -302,3 +302,16 @@ hints = ["h", "i"]
         load_file(f)
     with pytest.raises(DrillDataError, match="placeholder"):
         pd.fill("{{this:no such row}}", pd.Table("t", ["a"], [pd.Column("k", {"a": 1})]), None, "where")
+
+
+def test_the_cache_key_follows_the_sources_and_the_spec_travels_as_json(tmp_path, monkeypatch):
+    """A changed kernel file measures again; gpu mode hands the spec to a cpu-mode child as JSON."""
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k() {}")
+    monkeypatch.setattr(pd, "_source_files", lambda spec: [src])
+    spec = PROFILE[0].spec
+    before = spec.key()
+    src.write_text("__global__ void k() { }")
+    assert spec.key() != before
+    for d in PROFILE:
+        assert pd.spec_from_json(json.loads(json.dumps(pd.spec_to_json(d.spec)))) == d.spec

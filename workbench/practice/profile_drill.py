@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from workbench.practice.base import Drill, DrillDataError, Grade
 #: The device every profile drill's model uses: the project's reference GPU (tables do not change with the machine).
 DEVICE_KEY = "H200"
 TABLE_KINDS = ("counters", "resources", "waves", "roofline")
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"
 
 
 # ------------------------------------------------------------------------------------------------ vocabulary
@@ -325,6 +326,7 @@ class Kernel:
 
     @property
     def label(self) -> str:
+        """Return the column's name: the variant, and the launch bound it was compiled with (T: its threads)."""
         if self.min_blocks:
             return f"{self.variant} + __launch_bounds__(T, {self.min_blocks})"
         return self.variant
@@ -561,7 +563,8 @@ def _resources_column(k: Kernel) -> Column:
             "blocks per SM allowed by threads": lim["threads"], "blocks per SM": o["blocks_per_sm"],
             "active warps per SM": f"{o['active_warps_per_sm']} of {o['max_warps_per_sm']}",
             "theoretical occupancy": o["occupancy"], "limited by": ", ".join(o["limited_by"])}
-    return Column(k.label, vals)
+    label = f"{k.variant} + __launch_bounds__({ins.threads_per_block}, {k.min_blocks})" if k.min_blocks else k.label
+    return Column(label, vals)
 
 
 def measure_resources(spec: TableSpec) -> tuple[Table, Table | None]:
@@ -683,12 +686,69 @@ def tables(spec: TableSpec, use_disk: bool = True) -> tuple[Table, Table | None]
                 return out
             except (ValueError, KeyError, TypeError):
                 pass  # a damaged entry is measured again
+    from workbench._mode import MODE
+
+    if spec.kind == "counters" and MODE != "cpu":
+        out = _measure_in_cpu_mode(spec)  # gpu mode: wb.profile would run ncu; the drills show the emulated counts
+        _MEMO[key] = out
+        return out
     out = MEASURE[spec.kind](spec)
     _MEMO[key] = out
-    if path is not None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"this": out[0].to_json(), "fixed": out[1].to_json() if out[1] else None}))
-        tmp.replace(path)
+    if use_disk:
+        _store(spec, out)
+    return out
+
+
+def _store(spec: TableSpec, out: tuple[Table, Table | None]) -> None:
+    """Write a spec's tables to the disk cache (atomically: a reader never sees half a file)."""
+    from workbench.cuda.toolchain import cache_dir
+
+    path = cache_dir("profile-drills") / f"{spec.key()}.json"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"this": out[0].to_json(), "fixed": out[1].to_json() if out[1] else None}))
+    tmp.replace(path)
+
+
+_CHILD = """
+import json, sys
+from workbench.practice import profile_drill as pd
+spec = pd.spec_from_json(json.loads(sys.argv[1]))
+this, fixed = pd.tables(spec, use_disk=False)
+print(json.dumps({"this": this.to_json(), "fixed": fixed.to_json() if fixed else None}))
+"""
+
+
+def spec_to_json(spec: TableSpec) -> dict:
+    """Return ``spec`` as JSON-able data (what a child process in cpu mode measures)."""
+    return {"kind": spec.kind, "kernel": spec.kernel.__dict__, "fixed": spec.fixed.__dict__ if spec.fixed else None,
+            "shape": [list(x) for x in spec.shape], "dtype": spec.dtype, "grid": spec.grid,
+            "split_k": list(spec.split_k)}
+
+
+def spec_from_json(d: dict) -> TableSpec:
+    """Rebuild a :class:`TableSpec` from :func:`spec_to_json`'s data."""
+    return TableSpec(d["kind"], Kernel(**d["kernel"]), Kernel(**d["fixed"]) if d["fixed"] else None,
+                     tuple((k, v) for k, v in d["shape"]), d["dtype"], d["grid"], tuple(d["split_k"]))
+
+
+def _measure_in_cpu_mode(spec: TableSpec) -> tuple[Table, Table | None]:
+    """Measure a counters table in a child Python in cpu mode (the emulators' counts; this process runs on a GPU)."""
+    import subprocess
+    import sys
+
+    import workbench
+
+    root = str(Path(workbench.__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "TRITON_INTERPRET")}
+    env.update(WORKBENCH_MODE="cpu", PYTHONPATH=root + os.pathsep + env.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec_to_json(spec))], capture_output=True,
+                       text=True, env=env, cwd=root, timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"profile drill: measuring {spec.kernel.op}/{spec.kernel.variant} in cpu mode failed:\n"
+                           f"{r.stderr[-3000:]}")
+    d = json.loads(r.stdout.strip().splitlines()[-1])
+    out = (Table.from_json(d["this"]), Table.from_json(d["fixed"]) if d["fixed"] else None)
+    _store(spec, out)
     return out
 
 
