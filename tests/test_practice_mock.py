@@ -172,3 +172,16 @@ def test_finish_prints_once_in_a_script_and_leaves_the_echo_to_a_plain_prompt(mo
     monkeypatch.setattr(sys, "ps1", ">>> ", raising=False)
     sheet = mock_interview(minutes=30, drills=ids).finish()
     assert capsys.readouterr().out == "" and "mock interview" in repr(sheet)  # the prompt echoes it once
+
+
+def test_a_pass_after_a_reveal_or_over_time_is_marked_on_the_sheet():
+    wb.drill("gemm-napkin-intensity").reveal()  # before the interview
+    m = mock_interview(minutes=30, drills=["gemm-napkin-intensity", "gemm-napkin-ridge", "vecadd-bug-triton-mask",
+                                          "vecadd-implement-cuda"])
+    assert m.submit(key(m.current)).passed
+    m.start -= 31 * 60  # the clock ran out
+    assert m.submit(key(m.current)).passed
+    rows = m.finish().items
+    assert [r.outcome for r in rows[:2]] == ["pass (answer seen before)", "pass (over time)"]
+    assert not rows[0].passed and not rows[1].passed
+    assert S.events()[-1]["over_time"] == 1
