@@ -159,6 +159,9 @@ def test_every_exercise_has_a_topic():
 
     _load_all()
     assert {op_topic(e.op) for e in _EXERCISES.values()} <= set(wb.practice.TOPICS)
+    assert op_topic("moe_topk") == "moe"
+    with pytest.raises(KeyError, match="'nonesuch' has no practice topic"):
+        op_topic("nonesuch")
 
 
 # ------------------------------------------------------------------------------------------------ the summary

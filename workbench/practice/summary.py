@@ -30,11 +30,21 @@ SELF_REDO = 0.75  # a self-assessed answer marked below this share of its rubric
 
 
 def op_topic(op: str) -> str:
-    """Return the practice topic of ``op`` (raises naming the op when :data:`OP_TOPICS` lacks it)."""
-    if op not in OP_TOPICS:
-        raise KeyError(f"progress: op {op!r} has no practice topic; add it to "
+    """Return the practice topic of ``op``: :data:`OP_TOPICS`, else the commonest topic of the op's drills.
+
+    Raises naming the op when it has neither.
+    """
+    if op in OP_TOPICS:
+        return OP_TOPICS[op]
+    from collections import Counter
+
+    from workbench.practice import catalogue
+
+    seen = Counter(d.topic for d in catalogue().values() if d.op == op)
+    if not seen:
+        raise KeyError(f"progress: op {op!r} has no practice topic and no drills; add it to "
                        f"workbench.practice.summary.OP_TOPICS (topics: {list(TOPICS)})")
-    return OP_TOPICS[op]
+    return seen.most_common(1)[0][0]
 
 
 @dataclass(frozen=True)
