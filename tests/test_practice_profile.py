@@ -196,6 +196,20 @@ def test_fix_synonyms_map_to_one_fix(fix):
         assert match_terms(text, FIXES) == [fix], text
 
 
+@pytest.mark.parametrize("text, vocab, want", [
+    ("the stores are not coalesced", LIMITERS, "uncoalesced-stores"),
+    ("writes aren't coalesced", LIMITERS, "uncoalesced-stores"),
+    ("it's DRAM bound", LIMITERS, "memory-bound"),
+    ("the grid is too small for the GPU", LIMITERS, "too-few-blocks"),
+    ("shared memory transpose", FIXES, "shared-tile"),
+    ("increase maxrregcount", FIXES, "uncap-registers"),
+    ("use bf16 tensor cores", FIXES, "tensor-cores"),
+    ("swap threadIdx.x and threadIdx.y", FIXES, "swap-mapping"),
+])
+def test_natural_phrasings(text, vocab, want):
+    assert match_terms(text, vocab) == [want]
+
+
 def test_every_accepted_limiter_and_fix_has_tested_synonyms():
     assert {d.limiter for d in PROFILE} <= set(SYNONYMS)
     assert {f for d in PROFILE for f in d.fixes} <= set(FIX_SYNONYMS)

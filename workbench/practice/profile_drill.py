@@ -70,10 +70,11 @@ LIMITERS: dict[str, Term] = _terms(
       "intermediates through global memory", "unfused", "too much global traffic", "extra global traffic"]),
     ("memory-bound", "memory-bound at the roofline",
      ["memory bound at roofline", "memory bound", "bandwidth bound", "memory bandwidth", "dram bandwidth",
-      "hbm bandwidth", "memory roofline", "bandwidth limited", "at the memory roof"]),
+      "hbm bandwidth", "memory roofline", "bandwidth limited", "at the memory roof", "dram bound", "hbm bound",
+      "bandwidth"]),
     ("compute-bound", "compute-bound",
      ["compute bound", "math bound", "fma bound", "ffma bound", "fp32 throughput", "alu bound", "compute roof",
-      "flop bound", "arithmetic bound"]),
+      "flop bound", "arithmetic bound", "compute limited", "fp32 compute"]),
     ("low-occupancy", "low occupancy",
      ["low occupancy", "occupancy", "register limited occupancy", "occupancy limited by registers",
       "few active warps per sm"]),
@@ -121,7 +122,7 @@ FIXES: dict[str, Term] = _terms(
      ["lower precision", "bf16", "fp16", "half precision", "fp8", "quantize", "smaller dtype", "narrower dtype",
       "fewer bytes", "compress"]),
     ("nothing", "nothing inside the kernel: it is at the memory roof",
-     ["nothing", "none", "no change", "already optimal", "leave it", "it is optimal", "already at the roofline"]),
+     ["nothing", "none", "no change", "already optimal", "leave it as is", "already at the roofline"]),
     ("tensor-cores", "use tensor cores (wmma / mma, bf16 or tf32)",
      ["tensor core", "wmma", "mma", "mma sync", "wgmma", "tf32", "hmma"], ["fewer-bytes"]),
     ("cap-registers", "cap registers with __launch_bounds__(threads, min blocks per SM)",
@@ -131,7 +132,8 @@ FIXES: dict[str, Term] = _terms(
     ("uncap-registers", "remove the register cap (drop the min-blocks bound)",
      ["remove the register cap", "remove launch bounds", "drop the launch bounds", "remove the min blocks",
       "more registers", "raise the register limit", "uncap registers", "allow more registers",
-      "remove maxrregcount", "raise maxrregcount", "drop min blocks", "drop the min blocks bound"],
+      "remove maxrregcount", "raise maxrregcount", "increase maxrregcount", "increase the register limit",
+      "drop min blocks", "drop the min blocks bound"],
      ["cap-registers"]),
     ("smaller-thread-tile", "a smaller per-thread tile (fewer accumulators)",
      ["smaller thread tile", "smaller register tile", "fewer accumulators", "fewer outputs per thread",
@@ -183,15 +185,29 @@ _BRITISH = {"quantisation": "quantization", "utilisation": "utilization", "utili
             "serialised": "serialized", "optimise": "optimize", "parallelise": "parallelize", "quantise": "quantize"}
 
 
+#: Words a phrase never needs ("transpose in shared memory" = "shared memory transpose").
+_STOP = {"the", "a", "an", "in", "of", "to", "with", "through", "on", "at", "for", "by", "into", "it", "its", "and",
+         "or", "is", "are", "be", "s", "this", "that", "each", "per"}
+#: Negated words that name the positive term ("stores are not coalesced" = "uncoalesced stores").
+_NEGATED = {"coalesced": "uncoalesced", "fused": "unfused"}
+
+
 def _norm_words(text: str) -> list[str]:
-    """Return the words of ``text``: lower case, American spelling, a plural 's' dropped (loads -> load)."""
+    """Return the words of ``text``: lower case, American spelling, no filler words, a plural 's' dropped."""
     low = re.sub(r"[^a-z0-9]+", " ", text.lower().replace("n't", " not"))
+    raw = low.split()
     out = []
-    for w in low.split():
+    for i, w in enumerate(raw):
+        if w == "not" and i + 1 < len(raw) and raw[i + 1] in _NEGATED:
+            continue
+        if w in _NEGATED and i > 0 and raw[i - 1] == "not":
+            w = _NEGATED[w]
         w = _BRITISH.get(w, w)
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]
-        out.append("sm" if w == "sms" else w)
+        w = "sm" if w == "sms" else w
+        if w not in _STOP:
+            out.append(w)
     return out
 
 
