@@ -58,9 +58,11 @@ def test_the_deal_puts_weak_topics_and_drills_to_redo_first():
     napkin = next(d for d in items if d.kind == "napkin")
     assert napkin.id == "attention-napkin-scores"  # the one to redo, in the weakest topic
     assert all(d.topic == "attention" for d in items)  # gemm is mastered: dealt only when nothing else is left
-    only_gemm = M.deal([d for d in pool if d.topic == "gemm"], random.Random(0),
-                       progress(catalogue(), exercises=False))
-    assert next(d for d in only_gemm if d.kind == "napkin").topic == "gemm"  # a clean pass when nothing else is
+    gemm = [d for d in pool if d.topic == "gemm"]
+    only_napkins = [d for d in gemm if d.kind == "napkin"] + [next(d for d in gemm if d.kind == k)
+                                                             for k in ("spot_the_bug", "implement")]
+    dealt = M.deal(only_napkins, random.Random(0), progress(catalogue(), exercises=False))
+    assert [d.kind for d in dealt] == ["napkin", "napkin", "spot_the_bug", "implement"]  # clean passes: nothing else
 
 
 def test_topic_order_is_weak_then_unpractised_then_mastered():
@@ -185,3 +187,14 @@ def test_a_pass_after_a_reveal_or_over_time_is_marked_on_the_sheet():
     assert [r.outcome for r in rows[:2]] == ["pass (answer seen before)", "pass (over time)"]
     assert not rows[0].passed and not rows[1].passed
     assert S.events()[-1]["over_time"] == 1
+
+
+def test_a_profile_drill_can_be_the_second_question():
+    ids = ["gemm-concept-smem-tiling", "gemm-profile-no-reuse", "vecadd-bug-triton-mask", "vecadd-implement-cuda"]
+    assert [d.kind for d in mock_interview(minutes=30, drills=list(reversed(ids))).items] == [
+        "concept", "profile", "spot_the_bug", "implement"]
+    for d in _napkins("gemm"):
+        d.fresh().submit(key(d))  # every gemm napkin passed cleanly: an unseen profile comes first
+    items = M.deal([d for d in catalogue().values() if d.topic == "gemm"], random.Random(0),
+                   progress(catalogue(), exercises=False))
+    assert [d.kind for d in items] == ["concept", "profile", "spot_the_bug", "implement"]

@@ -1,5 +1,7 @@
 """Mock interviews: one implement drill and its follow-up, one spot-the-bug drill and two questions, on one clock.
 
+The two questions are a concept drill and a napkin estimate or a profile to read (whichever the record puts first).
+
 ``wb.mock_interview(minutes=45, topics=..., seed=...)`` deals from the record: the topics with the lowest mastery
 first (then the ones not practised yet), and in them the drills failed or passed only after a reveal, then the
 unseen ones; a drill already passed cleanly is dealt only when nothing else is left. Work through the items in
@@ -30,7 +32,8 @@ from typing import Any
 from workbench.practice.base import TOPICS, Drill, Result
 from workbench.practice.render import display_markdown, in_notebook, mmss
 
-ORDER = ("concept", "napkin", "spot_the_bug", "implement")  # warm-up questions first, the coding last
+ORDER = ("concept", "napkin", "profile", "spot_the_bug", "implement")  # warm-up questions first, the coding last
+QUESTION_SLOTS = (("concept",), ("napkin", "profile"))  # the two questions: a concept, then a number or a profile
 PREFERRED_DTYPES = ("bfloat16", "float16", "float32")  # a dtype follow-up asks for the first one the drill lacks
 SIZE_KEYS = {"M", "N", "K", "T", "Sq", "Sk"}  # shape keys a "larger, ragged" follow-up grows (plain sizes)
 
@@ -40,6 +43,7 @@ ADVICE = {
     "spot_the_bug": "run the listing by hand on the smallest input the feedback shows, one thread at a time",
     "implement": "write it again from the blank page, untimed, and read the checker's first failure before "
                  "changing code",
+    "profile": "name the counter that is far from its ideal first, then the one change that moves it",
     "follow-up": "change one thing at a time for the new condition and re-run the check",
 }
 
@@ -356,7 +360,8 @@ def topic_order(progress: Any) -> dict[str, int]:
 
 
 def deal(pool: Sequence[Drill], rng: random.Random, progress: Any = None) -> list[Drill]:
-    """Pick one implement, one spot-the-bug, and a napkin + a concept (two of either when one kind is missing).
+    """Pick one implement, one spot-the-bug, a concept and a napkin or profile question (two of the questions'
+    kinds when one is missing).
 
     With ``progress`` (a :class:`~workbench.practice.summary.Progress`), each slot takes the drill that is not yet
     passed cleanly, in the weakest topic, to redo before unseen (ties broken by ``rng``); a clean pass comes last.
@@ -372,11 +377,15 @@ def deal(pool: Sequence[Drill], rng: random.Random, progress: Any = None) -> lis
     for kind in ("implement", "spot_the_bug"):
         if not by_kind[kind]:
             raise ValueError(f"mock interview: no {kind} drill in the chosen topics; widen topics")
-    questions = [by_kind[k][0] for k in ("concept", "napkin") if by_kind[k]]
+    questions = []
+    for kinds in QUESTION_SLOTS:
+        options = sorted((d for k in kinds for d in by_kind[k]), key=key)
+        questions += options[:1]
     if len(questions) < 2:
-        rest = sorted((d for d in by_kind["concept"] + by_kind["napkin"] if d not in questions), key=key)
+        rest = sorted((d for k in ORDER[:3] for d in by_kind[k] if d not in questions), key=key)
         if not rest:
-            raise ValueError("mock interview: the chosen topics have fewer than two napkin/concept questions")
+            raise ValueError("mock interview: the chosen topics have fewer than two concept/napkin/profile "
+                             "questions")
         questions.append(rest[0])
     items = questions + [by_kind["spot_the_bug"][0], by_kind["implement"][0]]
     return sorted(items, key=lambda d: ORDER.index(d.kind))
