@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import workbench as wb
 from tests.conftest import ROOT, load_script, subprocess_env
 
 importer = load_script("scripts/import-gpu-results.py")
@@ -67,6 +68,33 @@ def test_dry_run_leaves_one_tarball_and_the_summary(dry_run, tmp_path):
         assert json.loads(g.read_text())["goals"] == {}  # emulated times never make a goal ratio
     assert (run / "tests.xml").is_file() and 'failures="0"' in (run / "tests.xml").read_text()
     assert {p.name for p in (run / "logs").iterdir()} >= {"smoke.log", "smoke_gemm.log", "tests.log", "moe.log"}
+
+
+def test_dry_run_goal_scripts_write_labelled_cpu_records(dry_run, tmp_path):
+    """kernel_goals.py and moe_goals.py --smoke, as the dry run ran them: CPU times labelled so, never a goal ratio."""
+    r, out = dry_run
+    assert r.returncode == 0, r.stdout[-3000:]
+    res = _unpacked(out, tmp_path) / "results"
+    for log in ("kernel_goals.log", "moe.log"):
+        assert "[cpu smoke run: CPU times, not GPU figures" in (res.parent / "logs" / log).read_text()
+    for op in ("gemm", "softmax", "attention"):
+        (f,) = res.glob(f"*-{op}.json")
+        assert all(x["tflops"] is None for x in json.loads(f.read_text())["records"])
+        (g,) = (res / "goals").glob(f"{op}-*.json")
+        g = json.loads(g.read_text())
+        assert g["mode"] == "cpu" and g["command"].startswith("python benchmarks/kernel_goals.py"), g
+    att = json.loads(next(res.glob("*-attention.json")).read_text())
+    assert att["records"][0]["shape"]["causal"] == 0  # flags are stored as 0/1 in a record's shape
+
+    (g,) = (res / "goals").glob("moe-*.json")
+    g = json.loads(g.read_text())
+    assert g["mode"] == "cpu" and g["copy_bandwidth_gbs"] > 0 and g["goals"] == {}  # no emulated goal ratios
+    assert g["prefill"]["dense_matmul_shape"] == {"M": 128, "N": 3 * 224, "K": 64}  # [T*k, d] @ [d, 3I]
+    if "torch_grouped_mm" in {v.name for v in wb.variants("moe")}:
+        assert g["decode"][0]["experts_hit"] > 0 and "torch_grouped_mm" in g["decode"][0]["times_ms"]
+    fp8 = g["fp8_stretch"]  # timed for the record, never a goal: the smoke run times the torch recipe
+    assert fp8["variant"] == "moe_fp8/torch_dequant" and fp8["prefill"]["time_ms"] > 0
+    assert fp8["decode"][0]["T"] == 4 and fp8["decode"][0]["weight_bytes"] == g["decode"][0]["weight_bytes"] // 4
 
 
 def test_import_refuses_a_dry_run(dry_run, tmp_path, capsys):
