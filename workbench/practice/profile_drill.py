@@ -838,7 +838,7 @@ class ProfileDrill(Drill):
 
     def answer_format(self) -> str:
         return ('`d.submit(limiter="...", fix="...")`: the limiter from the list above (synonyms are fine), the fix '
-                'in a few words (e.g. "use warp shuffles"); or a dict with those two keys.')
+                'in a few words (e.g. "unroll the loop"); or a dict with those two keys.')
 
     # -------------------------------------------------------------- grading
     def submit(self, answer: Any = None, *, limiter: str | None = None, fix: str | None = None) -> Any:
