@@ -450,8 +450,8 @@ class ConceptDrill(Drill):
                     f"all). It is recorded as self-assessed, never as a pass.\n\n{self.explanation()}")
         return SelfGraded(self.id, self.kind, False, feedback, seconds, over)
 
-    def self_assess(self, points: Any) -> str:
-        """Record which rubric points your written answer made (letters, "none"); returns the summary line.
+    def self_assess(self, points: Any) -> Note:
+        """Record which rubric points your written answer made (letters, "none"); return the summary line.
 
         The record is a ``self_assessed`` event whose score is the share of the rubric marked; never a pass.
         """
@@ -467,8 +467,14 @@ class ConceptDrill(Drill):
         msg = f"{self.id}: {line}; recorded as a self-assessment, not a pass."
         if missed:
             msg += " To work on: " + "; ".join(missed)
-        print(msg)
-        return msg
+        return Note(msg)
+
+
+class Note(str):
+    """A line of text that a notebook shows as itself (no quotes), once."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 def _copies(args: tuple) -> tuple:

@@ -495,12 +495,15 @@ class MockInterview:
         return (f"<MockInterview {self.id}: {len(self.items)} items, {self.minutes:g} min, "
                 f"{mmss(self.time_left)} left, item {min(self._index + 1, len(self.items))}>")
 
-    def submit(self, answer: Any) -> Result:
-        """Grade the current item; a pass moves on to the next one (a fail stays: try again or give up)."""
+    def submit(self, answer: Any = None, **fields: Any) -> Result:
+        """Grade the current item; a pass moves on to the next one (a fail stays: try again or give up).
+
+        ``fields`` go to the item's own ``submit`` (a profile drill's ``limiter=..., fix=...``).
+        """
         d = self.current
         if d is None:
             raise RuntimeError(f"mock interview {self.id} is over: see mock.finish()")
-        res = d.submit(answer)
+        res = d.submit(answer, **fields) if fields else d.submit(answer)
         if self._sheet is not None:
             res.follow_up = "**The interview is over.**\n\n" + self._sheet.markdown()
         elif self.current is not d:
