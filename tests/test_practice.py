@@ -312,7 +312,11 @@ def test_progress_of_nothing_yet_is_empty_not_an_error():
 # ------------------------------------------------------------------------------------------------ the browser
 
 
-def test_browser_filters_and_its_chart_follows_the_dropdowns():
+def test_browser_filters_and_its_chart_follows_the_dropdowns(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(getattr(obj, "data", obj)))
     box = wb.drills().browse()
     before = [list(t.y) for t in box.chart.data]
     n_all = len(box.choice.options)
@@ -322,7 +326,10 @@ def test_browser_filters_and_its_chart_follows_the_dropdowns():
     assert [list(t.y) for t in box.chart.data] != before
     box.kind.value = "concept"
     assert all("concept" in label for label, _ in box.choice.options)
-    assert box.chosen().kind == "concept"
+    d = box.chosen()
+    assert d.kind == "concept" and d is box.chosen()  # one handle per selection: the one whose options are shown
+    if d.form in ("choice", "select", "order"):  # the letters shown are the letters this handle grades
+        assert d._listed() in shown[-1], shown[-1][:400]
 
 
 # ------------------------------------------------------------------------------- the store against an untidy machine

@@ -57,14 +57,18 @@ def browser() -> Any:
         choice.options = [(f"{d.id}  ({d.kind.replace('_', '-')}, {d.level}): {d.title}", d.id) for d in chosen]
         choice.value = chosen[0].id if chosen else None
 
+    held: dict[str, Drill | None] = {"drill": None}  # the handle shown is the handle chosen() returns
+
     def show(_: Any = None) -> None:
         out.clear_output()
-        if choice.value:
+        held["drill"] = catalogue()[choice.value].fresh() if choice.value else None
+        if held["drill"] is not None:
             with out:
                 from IPython.display import Markdown, display
 
-                d = catalogue()[choice.value]
-                display(Markdown(d._full_markdown() + f"\n\nOpen it: `d = wb.drill({d.id!r})`"))
+                d = held["drill"]
+                display(Markdown(d._full_markdown() + "\n\nAnswer this one (same option order): `d = <the browser>"
+                                 f".chosen()`; a new handle, `wb.drill({d.id!r})`, shuffles its options again."))
 
     for dd in (topic, kind, level):
         dd.observe(refresh, names="value")
@@ -72,5 +76,5 @@ def browser() -> Any:
     refresh()
     box = w.VBox([w.HBox([topic, kind, level]), chart, choice, out])
     box.topic, box.kind, box.level, box.chart, box.choice, box.out = topic, kind, level, chart, choice, out
-    box.chosen = lambda: catalogue()[choice.value].fresh() if choice.value else None
+    box.chosen = lambda: held["drill"]
     return box
