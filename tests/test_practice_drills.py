@@ -233,9 +233,12 @@ def test_concept_free_text_is_self_graded():
 
 
 def _tiny(d):
-    """The drill checked at the op's second-smallest check shape (the smallest is often 1 element) and one dtype."""
+    """The drill checked at its second-smallest check shape (the smallest is often 1 element) and one dtype.
+
+    A drill's own ``shapes`` (the sizes its model supports, e.g. TMA's multiples of 8) come before the op's.
+    """
     spec = wb.get_op(d.op)
-    shapes = sorted(spec.check_shapes, key=lambda s: math.prod(int(s.get(k, 1)) for k in spec.shape_keys))
+    shapes = sorted(d.shapes or spec.check_shapes, key=lambda s: math.prod(int(s.get(k, 1)) for k in spec.shape_keys))
     return dataclasses.replace(d, shapes=(shapes[min(1, len(shapes) - 1)],), dtypes=tuple(d.checked_dtypes()[:1]))
 
 
