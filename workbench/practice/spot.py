@@ -375,17 +375,19 @@ class SpotTheBugDrill(Drill):
 
     def _sample_table(self, case: Any) -> str:
         """Return a markdown table of a few wrong elements of ``case``: got and expected."""
-        rows = _SAMPLES.get(self._report_key())
+        key = json.dumps([self._report_key(), case.shape, case.dtype, case.seed, case.case], default=str)
+        rows = _SAMPLES.get(key)
         if rows is None:
             try:
                 rows = self._samples(case)
             except Exception:  # noqa: BLE001  (a rerun that fails still leaves the checker's worst element)
                 rows = []
-            if not rows:
+            if rows:
+                _SAMPLES[key] = rows
+            else:
                 w = case.worst
                 name = w.get("output", "out")
                 rows = [(f"{name}[{', '.join(map(str, w['index']))}]", str(w["got"]), str(w["expected"]))]
-            _SAMPLES[self._report_key()] = rows
         body = "\n".join(f"| `{i}` | {g} | {e} |" for i, g, e in rows)
         return "| element | got | expected |\n|---|---|---|\n" + body
 
