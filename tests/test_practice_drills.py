@@ -380,3 +380,24 @@ def test_every_implement_drill_states_the_rule_in_its_text():
         text = d.statement()
         assert "**The rule:**" in text and d.rule() in text
         assert BACKEND_NAMES[d.backend] in d.rule() and "poisoned" in d.rule()
+
+
+def test_probes_stay_within_the_sizes_the_drill_promises():
+    """The attention drill promises D in {16, 32, 64}: its probes draw no other head dim, though the draw moves D
+    between the planned ones (with these shapes, seeds 1-3 drew D=18 and D=23, which the model refuses, before
+    ``runs_like``)."""
+    d = wb.drill("attention-implement-triton-flash")
+    kw = {k: v for k, v in d._check_kw().items() if k not in ("budgets", "budget_shape")}
+    assert kw["runs_like"].name == d.model
+    kw["shapes"] = [{"B": 1, "H": 1, "Sq": 3, "Sk": 5, "D": 16}, {"B": 1, "H": 1, "Sq": 4, "Sk": 2, "D": 64}]
+    model = wb.variant("attention", d.model)
+
+    def learner(q, k, v, causal=False, scale=None):  # a plain function, as a submission is
+        return model(q, k, v, causal=causal, scale=scale)
+
+    for seed in range(4):
+        rep = wb.check(learner, "attention", seed=seed, **kw)
+        assert rep.ok, rep.summary()
+        assert {c.shape["D"] for c in rep.probes if c.probe == "drawn"} <= {16, 32, 64}
+    with pytest.raises(TypeError, match="runs_like must be a registered Variant"):
+        wb.check(learner, "attention", runs_like=learner)

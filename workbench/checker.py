@@ -520,7 +520,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           raise_on_fail: bool = False, progress: bool | None = None, budgets: Mapping[str, str] | None = None,
           budget_shape: dict | None = None, budget_dtype: torch.dtype | str | None = None,
           time_limit: float | None = None, seed: int | None = None, probes: bool = True,
-          fixed_flags: Sequence[str] = ()) -> CheckReport:
+          fixed_flags: Sequence[str] = (), runs_like: Variant | None = None) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
@@ -546,8 +546,12 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     ``causal=True``, ...) and each special-value case the plan left out; one case past 2^16 elements for the
     cheap ops. The probes run once every planned case passed (a failure in the plan is the verdict already);
     ``probes=False`` runs the plan only. ``fixed_flags`` names flags the caller's shapes fix on purpose
-    (an exercise that covers only ``causal=False``): their other values are not probed.
+    (an exercise that covers only ``causal=False``): their other values are not probed. ``runs_like`` is a
+    registered variant whose limits (``why_not_here``) also bound the probes' shapes: an implement drill passes its
+    model answer, so a probe never asks for a size the drill's statement rules out (a head dim the model refuses).
     """
+    if runs_like is not None and not isinstance(runs_like, Variant):
+        raise TypeError(f"check: runs_like must be a registered Variant, got {type(runs_like).__name__}")
     if isinstance(fn, Variant):
         op = op or fn.op
         if op != fn.op:
@@ -578,6 +582,7 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     baseline = _torch_baseline(spec.name)
     plan = _plan_cases(fn, all_dtypes, shapes, cases, pick, seeds, report.skipped)
     run = _Runner(fn, spec, baseline, limit, report)
+    run.like = runs_like
     simulated = _simulated_launches()
     for shape, dt, seed_, case in progress_track(plan, f"check {spec.name}/{name}", describe=_case_label,
                                                  progress=progress):
@@ -605,6 +610,7 @@ class _Runner:
         self.calls = 0
         self.t0 = time.monotonic()
         self.simulated = False  # the planned runs launched kernels in the Numba simulator
+        self.like: Variant | None = None  # a variant whose limits also bound the probes' shapes (check's runs_like)
 
     def one(self, shape: dict, dt: torch.dtype, seed: int, case: str) -> CaseResult | None:
         """Run one case; None when the variant found it cannot run it here (noted in the report's skipped)."""
@@ -627,8 +633,9 @@ class _Runner:
             self.report.cases.append(res)
 
     def probe(self, kind: str, shape: dict, dt: torch.dtype, seed: int, case: str) -> CaseResult | None:
-        """Run one probe (unless the variant cannot take its shape here: noted in skipped) into the report."""
-        why = self.fn.why_not_here(dt, shape) if isinstance(self.fn, Variant) else None
+        """Run one probe (unless the variant, or ``runs_like``, cannot take its shape here: noted in skipped)."""
+        why = next((v.why_not_here(dt, shape) for v in (self.fn, self.like)
+                    if isinstance(v, Variant) and v.why_not_here(dt, shape)), None)
         if why:
             _note_skip(self.report.skipped, f"{kind} probe: {why}")
             return None
@@ -777,9 +784,10 @@ def _draw_shapes(run: _Runner, shapes: Sequence[dict], dt: torch.dtype, rng: np.
 
 
 def _valid(run: _Runner, shape: dict, dt: torch.dtype) -> bool:
-    """Return True when the op can make inputs at ``shape`` and the variant runs it here."""
-    if isinstance(run.fn, Variant) and run.fn.why_not_here(dt, shape):
-        return False
+    """Return True when the op can make inputs at ``shape`` and the variant (and ``runs_like``) runs it here."""
+    for v in (run.fn, run.like):
+        if isinstance(v, Variant) and v.why_not_here(dt, shape):
+            return False
     try:
         make_inputs(run.spec.name, dtype=dt, seed=0, **shape)
     except OpError:

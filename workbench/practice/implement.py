@@ -416,7 +416,10 @@ class ImplementDrill(Drill):
         return [dtype_name(spec.dtypes[0]) if "float32" not in map(dtype_name, spec.dtypes) else "float32"]
 
     def _check_kw(self) -> dict:
-        kw: dict[str, Any] = {"dtypes": self.checked_dtypes()}
+        from workbench.registry import variant
+
+        # probes stay within what the statement promises: the sizes the model answer runs (its head dims, ...)
+        kw: dict[str, Any] = {"dtypes": self.checked_dtypes(), "runs_like": variant(self.op, self.model)}
         if self.shapes is not None:
             kw["shapes"] = [dict(s) for s in self.shapes]
         if self.budgets:
