@@ -11,6 +11,7 @@ from . import (  # noqa: F401,E402,E501
     attention_bwd,
     gemm,
     gemm_fp8,
+    gemm_fp8_block,
     moe,
     moe_align,
     moe_fp8,

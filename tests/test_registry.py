@@ -14,12 +14,14 @@ from workbench.checker import DIAGNOSES
 from workbench.registry import BACKENDS, Variant
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
-       "moe_align", "moe_fp8", "transpose")
+       "moe_align", "moe_fp8", "transpose", "gemm_fp8_block")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd, moe_fp8...).
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
-# gemm_fp8 and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and moe_align return
-# float32/int32 tuples whatever the input dtype: each has its own tests; the generic ones cover the rest.
-GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "attention_bwd", "moe_topk", "moe_align", "moe_fp8"))
+# gemm_fp8, gemm_fp8_block and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and
+# moe_align return float32/int32 tuples whatever the input dtype: each has its own tests; the generic ones cover the
+# rest.
+GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "gemm_fp8_block", "attention_bwd", "moe_topk", "moe_align",
+                                            "moe_fp8"))
 ZERO_FLOP_OPS = ("transpose",)  # moves bits, computes nothing
 
 def test_ops_are_the_registered_contracts():

@@ -48,7 +48,7 @@ KINDS: dict[str, str] = {
 #: name (``softmax``, ``moe_fp8``) are listed too; an op no notebook teaches yet is simply not in this map.
 NOTEBOOKS: dict[str, dict[str, tuple[str, ...]]] = {
     "00-workbench-tour": {"vecadd": ("vector add",), "transpose": ("transpose",)},
-    "01-gemm": {"gemm": ("gemm",), "gemm_fp8": ("fp8",)},
+    "01-gemm": {"gemm": ("gemm",), "gemm_fp8": ("fp8",), "gemm_fp8_block": ("block-scaled", "block scales", "fp8")},
     "02-softmax": {"softmax": ("softmax",), "rmsnorm": ("rmsnorm",)},
     "03-flash-attention": {"attention": ("attention",), "attention_bwd": ("backward",)},
     "04-fused-moe": {"moe": ("moe", "mixture-of-experts", "expert"), "moe_topk": ("routing", "top-k"),
