@@ -140,6 +140,17 @@ def test_the_k_tail_drill_takes_masking_tail_bounds_and_the_checkers_scattered()
     assert not d.label_ok("scattered", {"k_tail"})  # scattered names no mistake: only the checker's word for a run
 
 
+def test_two_races_are_told_apart_by_their_fix():
+    """A missing barrier and a plain store where an atomic is needed are both races, and only that in common."""
+    barrier, atomic = wb.drill("gemm-bug-missing-syncthreads"), wb.drill("moe-bug-combine-store")
+    for d in (barrier, atomic):
+        assert d.label_ok("race", {"race"}) and d.label_ok("race condition", {"race"})
+    assert barrier.label_ok("missing __syncthreads()", {"race"}) and barrier.label_ok("missing_barrier", {"race"})
+    assert not barrier.label_ok("needs an atomic add", {"race"})
+    assert atomic.label_ok("needs an atomic add", {"race"})
+    assert not atomic.label_ok("missing barrier", {"race"}) and not atomic.label_ok("missing_barrier", {"race"})
+
+
 def test_every_diagnosis_and_kernel_has_its_mistakes():
     assert set(DIAGNOSIS_MISTAKES) <= set(DIAGNOSES)
     assert all(m in MISTAKES for ms in DIAGNOSIS_MISTAKES.values() for m in ms)

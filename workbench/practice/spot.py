@@ -113,13 +113,13 @@ def _words(label: str) -> str:
 
 
 def _phrases() -> dict[str, set[str]]:
-    """Return {phrase: the mistakes it names}, the checker's own words included."""
+    """Return {phrase: the mistakes it names}; a checker word that is not a plain phrase names its diagnosis's."""
     out: dict[str, set[str]] = {}
     for mistake, words in MISTAKES.items():
         for w in words:
             out.setdefault(_words(w), set()).add(mistake)
-    for diagnosis, mistakes in DIAGNOSIS_MISTAKES.items():
-        out.setdefault(_words(diagnosis), set()).update(mistakes)
+    for diagnosis, mistakes in DIAGNOSIS_MISTAKES.items():  # "missing barrier" stays a barrier, not any race
+        out.setdefault(_words(diagnosis), set(mistakes))
     return out
 
 
