@@ -137,10 +137,11 @@ _H200_OBSERVED = Source(
     "The H200 datasheet does not print SM count or L2 size.",
 )
 _MEASURED_H200 = Source(
-    "measured on the project's H200 box, recorded in ../shared/gpu/README.md",
-    "../shared/gpu/README.md",
-    "device-to-device copy ~4.3 TB/s; torch bf16 matmul 8192^3 ~790 TFLOP/s. Ceilings a real kernel can reach, "
-    "not peaks.",
+    "results/ceilings.md: measured on the project's H200 box (quoted from the GPU machine's notes; the raw "
+    "measurement is not in the repository)",
+    "results/ceilings.md",
+    "device-to-device copy ~4.3 TB/s (bytes read + written); torch bf16 matmul 8192^3 ~770-800 TFLOP/s, stored as "
+    "790. Date and timing method not recorded. Ceilings a real kernel can reach, not peaks.",
 )
 _A100_DS = Source(
     "NVIDIA A100 Tensor Core GPU Datasheet (A100 80GB SXM column)",
