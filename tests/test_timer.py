@@ -9,7 +9,7 @@ import torch
 
 import workbench as wb
 from tests.conftest import requires_cpu_mode
-from workbench import timer
+from workbench import results, timer
 
 FIELDS = ("op", "variant", "backend", "shape", "dtype", "time_ms", "p20_ms", "p80_ms", "flops", "bytes", "tflops",
           "gbps", "pct_peak", "bound", "emulated", "device", "versions", "date", "command")
@@ -40,7 +40,6 @@ def test_bench_record_in_cpu_mode(gemm_record):
 
 
 def test_bench_record_is_a_valid_results_record(gemm_record):
-    results = pytest.importorskip("workbench.results", reason="workbench.results (record schema) not there yet")
     results.validate_record(gemm_record)
 
 
