@@ -13,7 +13,7 @@ import pytest
 import workbench as wb
 from tests.conftest import ROOT
 from workbench.practice import starters
-from workbench.practice.exercises import Exercise, load_function, register_exercise
+from workbench.practice.exercises import Exercise, load_file, load_function, register_exercise
 
 IDS = wb.exercises()
 
@@ -403,3 +403,14 @@ def test_an_untiled_gemm_is_correct_but_over_the_tiling_budget(capsys):
     assert rep.correct and rep.diagnosis == "over_budget" and miss.value == 2 * 32**3 * 4
     assert capsys.readouterr().out.startswith("Correct, but 262,144 global load bytes requested where 16,384 are "
                                               "possible: at M = N = K = 32 each thread loads"), miss.message
+
+
+def test_a_malformed_exercises_toml_names_the_file_and_the_exercise(tmp_path):
+    bad = tmp_path / "exercises.toml"
+    bad.write_text("[exercise]\nid = 'x'\n")  # a table, not an array of tables
+    with pytest.raises(ValueError, match=r"exercises\.toml: not a list of \[\[exercise\]\] tables"):
+        load_file(bad)
+    bad.write_text("[[exercise]]\nid = 'toml-probe'\ntitle = 't'\nop = 'vecadd'\nsolution = 'none.py'\n"
+                   "entry = 'f'\nstatement = 's'\nhints = ['h']\nno_such_key = 1\n")
+    with pytest.raises(ValueError, match=r"exercises\.toml: exercise 'toml-probe'"):
+        load_file(bad)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 import workbench as wb
 from tests._ops import variant_report
 from workbench.checker import DIAGNOSES
-from workbench.registry import BACKENDS, Variant
+from workbench.registry import BACKENDS, Variant, contract
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
        "moe_align", "moe_fp8", "transpose", "gemm_fp8_block")
@@ -257,3 +257,14 @@ def test_torch_baseline_passes_in_every_dtype(op, baseline_reports):
     assert not rep.skipped
     # the baseline is not held to its own error (that would be circular)
     assert all(c.torch_err is None for c in rep.cases)
+
+
+def test_contract_takes_what_a_reference_module_defines():
+    def make(): ...
+    def validate(): ...
+    def reference(): ...
+    def flops(): ...
+    assert contract({"make": make, "validate": validate, "reference": reference, "flops": flops, "x": 1}) == {
+        "make": make, "validate": validate, "reference": reference, "flops": flops}
+    with pytest.raises(TypeError, match=r"mod defines no reference\(\)"):
+        contract({"__name__": "mod", "make": make, "validate": validate})
