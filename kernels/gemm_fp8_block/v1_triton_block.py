@@ -10,9 +10,12 @@ makes block scaling work:
    into the fp32 accumulator.
 
 Because each group has its own scales, they cannot wait until after the K loop as ``gemm_fp8``'s per-tensor ones
-do (``wrong_scale_after_loop`` tries). Adding the scaled partial in fp32 registers every 128 elements of K is also
-DeepSeek-V3's "promotion": the H800's fp8 MMA keeps only ~14 bits of a long running sum, 128 products do not lose
-them. Columns past N load the scale 0 and rows past M the scale 0: they are never stored.
+do: a kernel that sums all of K first and scales once is wrong as soon as K > 128 (tests/test_gemm_fp8_block.py
+submits one to the implement drill), and one that reads the first group's scale at every step is this op's
+known-wrong kernel (``wrong.py``). Adding the scaled partial to an fp32 register accumulator every 128
+elements of K is also DeepSeek-V3's "promotion": their report measured that the H800's fp8 MMA keeps only ~14 bits
+of its running sum, and moves partial sums to fp32 registers every 128 elements (4 wgmma instructions) for that
+reason. Rows past M and columns past N load the scale 0; they are never stored.
 
 On a GPU ``tl.dot`` takes the e4m3 tiles (sm_89+; wgmma on sm_90). The Triton interpreter (cpu mode) has no fp8
 dot, so there ``DOT_F16`` converts both tiles to fp16 first: every e4m3 value is exactly an fp16 value and their
