@@ -5,12 +5,11 @@ Spawning ranks costs seconds (each imports torch), so every correctness case run
 
 from __future__ import annotations
 
-import queue
-
 import pytest
 import torch
 
-from kernels.moe.ep import _worker, plan_dispatch, run_ep_check, run_ep_checks
+import workbench as wb
+from kernels.moe.ep import _judge, plan_dispatch, run_ep_check, run_ep_checks
 from kernels.moe.reference import route
 
 CASES = {
@@ -68,9 +67,20 @@ def test_ep_timeout_kills_the_ranks():
         run_ep_check(world=2, T=4, timeout_s=0.5)  # cannot even start torch in 0.5 s
 
 
-def test_worker_reports_its_traceback():
-    q: queue.Queue = queue.Queue()
-    with pytest.raises(SystemExit):  # port -1 is no port: the rendezvous fails at once
-        _worker(0, 2, -1, "gloo", [], 1.0, q)
-    kind, rank, text = q.get_nowait()
-    assert (kind, rank) == ("error", 0) and "Traceback" in text
+def test_ep_judged_by_the_checker_with_a_diagnosis():
+    """A gathered output goes through the checker's comparison: a NaN fails, named and located."""
+    shape = {"T": 6, "d": 8, "I": 8, "E": 4, "top_k": 2}
+    job = {"shape": shape, "dtype": torch.float32, "seed": 0, "case": "random", "renormalize": True}
+    inputs = wb.make_inputs("moe", dtype=torch.float32, seed=0, **shape)
+    right = wb.reference("moe")(*inputs).float()
+    stats = {"sent_rows": [3, 3], "recv_rows": [3, 3], "bytes_counts": 16, "bytes_dispatch": 0, "bytes_combine": 0}
+
+    def judge(out):
+        ranks = [{"out": out[:3], "stats": stats, "ep_s": 1e-3}, {"out": out[3:], "stats": stats, "ep_s": 1e-3}]
+        return _judge(job, inputs, ranks, "gloo", 0.0)
+
+    assert judge(right)["ok"] and judge(right)["diagnosis"] is None
+    nan = right.clone()
+    nan[2, 5] = float("nan")  # the old comparison passed no NaN either, but named nothing
+    r = judge(nan)
+    assert not r["ok"] and r["diagnosis"] == "computed_nan" and "(2, 5)" in r["result"], r["result"]

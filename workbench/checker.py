@@ -850,6 +850,42 @@ def judge_output(fn: Callable, op: str | Op, inputs: tuple, kw: dict, out: objec
     return res
 
 
+def compare_output(op: str | Op, out: torch.Tensor | Sequence[torch.Tensor],
+                   ref: torch.Tensor | Sequence[torch.Tensor], dt: torch.dtype, shape: dict, *,
+                   torch_out: torch.Tensor | Sequence[torch.Tensor] | None = None, inputs: tuple | None = None,
+                   case: str = "random", seed: int = 0) -> CaseResult:
+    """Judge an output computed elsewhere (spawned ranks, another process) against the float64 reference ``ref``.
+
+    The comparison of a checked run: the op's tolerance for ``dt`` and ``shape``; NaN must match NaN and +-Inf
+    match exactly; in fp16/bf16 up to 2x the error of ``torch_out`` (the torch baseline's output at ``dt``); the
+    worst element and a diagnosis. With ``inputs`` the op's recomputed classic mistakes are named too. Nothing runs
+    here and the outputs may sit on any device; an output whose count, type, shape or dtype is not the contract's
+    fails as ``bad_output``. Returns a :class:`CaseResult` (``ok``, ``line()``, ``diagnosis``...).
+    """
+    spec = get_op(op)
+    res = CaseResult(shape=dict(shape), dtype=dtype_name(dt), seed=seed, case=case, ok=False)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    want = spec.out_dtypes(dt) if spec.out_dtypes is not None else (dt,) * len(refs)
+    fits = len(outs) == len(refs) and all(isinstance(o, torch.Tensor) and o.shape == r.shape and o.dtype == w
+                                          for o, r, w in zip(outs, refs, want, strict=False))
+    if not fits:
+        got = [(tuple(t.shape), dtype_name(t.dtype)) if isinstance(t, torch.Tensor) else type(t).__name__
+               for t in outs]
+        res.diagnosis, res.detail = "bad_output", (
+            f"got {got}, expected {[(tuple(t.shape), dtype_name(d)) for t, d in zip(refs, want, strict=True)]}")
+        return res
+    touts = None
+    if dt in (torch.float16, torch.bfloat16) and torch_out is not None:
+        touts = list(torch_out) if isinstance(torch_out, (tuple, list)) else [torch_out]
+    if inputs is not None and spec.canonical is not None:
+        outs = list(spec.canonical(outs, refs, *inputs, **spec.split(shape)[1]))
+    _compare_outputs(res, spec, shape, dt, outs, refs, touts)
+    if not res.ok and inputs is not None:
+        res.diagnosis = _recomputed_diagnosis(spec, res, outs, refs, inputs, shape, dt) or res.diagnosis
+    return res
+
+
 def _plan_cases(fn: Callable, all_dtypes: Sequence[torch.dtype], shapes: Sequence[dict], cases: Sequence[str],
                 pick: dict[str, Callable[[dict], bool]], seeds: Sequence[int],
                 skipped: list[str]) -> list[tuple[dict, torch.dtype, int, str]]:

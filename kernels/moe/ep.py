@@ -42,26 +42,18 @@ between nodes (forwarding through one GPU per node); dispatches in FP8; overlaps
 GEMMs; and has a low-latency mode for decode that writes into preallocated worst-case buffers with RDMA, with
 no counts exchange and no host sync, so the whole step can be captured in a CUDA graph.
 
-The check: :func:`run_ep_check` spawns ``world`` processes (gloo on CPU, NCCL when ``world`` GPUs are
-present), runs :func:`ep_moe` on each, gathers the token shards back and compares them with the float64
-reference and the single-process ``torch_loop``. It is safe to call from a notebook: the worker is a module-level
-function (spawn pickles it by name), a worker's traceback is re-raised in the caller, and a timeout kills hung
-workers.
+The check: :func:`run_ep_check` spawns ``world`` ranks with :func:`workbench.distributed.run_ranks` (gloo on CPU,
+NCCL when ``world`` GPUs are present), runs :func:`ep_moe` on each, gathers the token shards back and judges them
+as ``wb.check`` judges any moe output (:func:`workbench.checker.compare_output`): the op's tolerance, NaN and Inf
+matched, in fp16/bf16 up to 2x the error of the single-process ``torch_loop``, and a diagnosis when it is wrong.
+It is safe to call from a notebook: the harness re-raises a rank's traceback in the caller and kills hung ranks
+after a timeout.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime
 import math
-import os
-import pickle
-import queue as queue_mod
-import sys
-import tempfile
 import time
-import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +62,8 @@ import torch.distributed as dist
 
 import workbench
 from kernels.moe.reference import route, swiglu, tolerance, torch_loop
+from workbench import distributed
+from workbench.checker import compare_output
 
 # ------------------------------------------------------------------------------------------------------ dispatch plan
 
@@ -210,161 +204,33 @@ def _shard_bounds(n: int, world: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _to_bytes(obj: Any) -> bytes:
-    """Pickle a report (dicts, lists, numbers, tensors) with every tensor as dtype, shape and raw bytes.
-
-    Not a tensor through the queue: torch's queue pickling shares memory that dies with the sending process, and
-    the worker exits right after sending. Not ``torch.save`` either: a rank that owns no token has empty tensors,
-    and in CI a saved empty storage came back with another storage's bytes ("record size 128 bytes does not match
-    expected size 0"). Raw bytes of a contiguous copy have no storages to mix up.
-    """
-    return pickle.dumps(_walk(obj, _pack), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _walk(obj: Any, leaf: Any) -> Any:
-    """Return ``obj`` with ``leaf`` applied to it, or (where ``leaf`` returns it unchanged) to each item inside."""
-    out = leaf(obj)
-    if out is not obj:
-        return out
-    if isinstance(obj, dict):
-        return {k: _walk(v, leaf) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_walk(v, leaf) for v in obj)
-    return obj
-
-
-def _pack(obj: Any) -> Any:
-    """Return a tensor as ("__tensor__", dtype name, shape, raw bytes); anything else as it is."""
-    if not isinstance(obj, torch.Tensor):
-        return obj
-    t = obj.detach().cpu().contiguous()
-    raw = t.reshape(-1).view(torch.uint8).numpy().tobytes()
-    return "__tensor__", str(t.dtype).removeprefix("torch."), tuple(t.shape), raw
-
-
-def _unpack(obj: Any) -> Any:
-    """Return the tensor :func:`_pack` made ``obj`` from; anything else as it is."""
-    if not (isinstance(obj, tuple) and len(obj) == 4 and obj[0] == "__tensor__"):
-        return obj
-    _, dtype_name, shape, raw = obj
-    dtype = getattr(torch, dtype_name)
-    if not raw:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
-
-
-def _from_bytes(payload: bytes) -> Any:
-    """Rebuild what :func:`_to_bytes` packed (the payload comes from our own spawned rank)."""
-    return _walk(pickle.loads(payload), _unpack)  # noqa: S301  (our own child process's report)
-
-
-def _worker(rank: int, world: int, port: int, backend: str, jobs: list[dict], timeout_s: float,
-            results: Any) -> None:
-    """Join the process group, run ep_moe on this rank's shard of every job and report to the parent's queue."""
-    try:
-        timeout = datetime.timedelta(seconds=timeout_s)
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
-            dev = torch.device("cuda", rank)
-        else:
-            dev = torch.device("cpu")
-        # Rendezvous: the parent holds the TCP store at 127.0.0.1:port (what MASTER_ADDR:MASTER_PORT would name
-        # with torchrun's env:// init); each rank joins it as a client, then the ranks find each other through it.
-        store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=timeout)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout,
-                                device_id=dev if dev.type == "cuda" else None)  # NCCL: bind the rank to its GPU
-        reports = []
-        for job in jobs:
-            s = job["shape"]
-            # Each rank makes the full inputs on the CPU from the seed and keeps its shard, like loading its part of
-            # a checkpoint: cheaper than pickling every expert's weights into every process.
-            x, logits, w1, w2, top_k = workbench.make_inputs("moe", dtype=job["dtype"], seed=job["seed"],
-                                                             device="cpu", case=job["case"], **s)
-            t0, t1 = _shard_bounds(s["T"], world)[rank]
-            n_local = s["E"] // world
-            e0 = rank * n_local
-            args = (x[t0:t1].to(dev), logits[t0:t1].to(dev), w1[e0:e0 + n_local].to(dev),
-                    w2[e0:e0 + n_local].to(dev))
-            del x, logits, w1, w2
-            stats: dict = {}
-            out = ep_moe(*args, top_k, renormalize=job["renormalize"], stats=stats)  # also the warm-up
-            times = []
-            for _ in range(job["repeats"]):
-                dist.barrier()
-                if dev.type == "cuda":
-                    torch.cuda.synchronize(dev)
-                start = time.perf_counter()
-                ep_moe(*args, top_k, renormalize=job["renormalize"])
-                if dev.type == "cuda":
-                    torch.cuda.synchronize(dev)
-                times.append(time.perf_counter() - start)
-            reports.append({"out": out.cpu(), "stats": stats, "ep_s": min(times) if times else math.nan})
-        dist.barrier()
-        dist.destroy_process_group()
-        results.put(("ok", rank, _to_bytes(reports)))
-    except BaseException:  # noqa: BLE001  (report anything, KeyboardInterrupt included, as text to the parent)
-        results.put(("error", rank, traceback.format_exc()))
-        raise SystemExit(1) from None
-
-
-def _pick_backend(backend: str | None, world: int) -> str:
-    """Return ``backend``, or nccl when world GPUs and NCCL are there, else gloo."""
-    if backend is None:
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        return "nccl" if gpus >= world and dist.is_nccl_available() else "gloo"
-    if backend == "nccl":
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if not dist.is_nccl_available() or gpus < world:
-            raise RuntimeError(f"backend 'nccl' needs {world} GPUs (one per rank) and an NCCL build of torch; "
-                               f"this machine has {gpus} GPU(s), NCCL available: {dist.is_nccl_available()}")
-    elif backend != "gloo":
-        raise ValueError(f"backend must be 'gloo', 'nccl' or None (pick), got {backend!r}")
-    return backend
-
-
-@contextlib.contextmanager
-def _stderr_to(f: Any) -> Iterator[None]:
-    """Point file descriptor 2 at ``f`` while processes start (they inherit it), then restore it."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    os.dup2(f.fileno(), 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def _tail(f: Any, n: int = 3000) -> str:
-    f.flush()
-    f.seek(0)
-    text = f.read().decode(errors="replace").strip()
-    return text[-n:] if text else "(it wrote nothing to stderr)"
-
-
-def _collect(procs: list, results: Any, backend: str, timeout_s: float, start: float, errlog: Any) -> dict[int, Any]:
-    """Gather every rank's report from the queue; raise on a rank's error, its silent death or the deadline."""
-    world, deadline = len(procs), start + timeout_s
-    reports: dict[int, Any] = {}
-    while len(reports) < world:
-        try:
-            kind, rank, payload = results.get(timeout=0.2)
-        except queue_mod.Empty:
-            dead = [r for r, p in enumerate(procs) if r not in reports and p.exitcode not in (None, 0)]
-            if dead:  # died without a word (killed, segfault, out of memory): give it a moment to report
-                time.sleep(0.5)
-                if results.empty():
-                    raise RuntimeError(f"ep rank {dead[0]} exited with code {procs[dead[0]].exitcode} without "
-                                       f"reporting; the ranks' stderr:\n{_tail(errlog)}") from None
-            if time.perf_counter() > deadline:
-                missing = [r for r in range(world) if r not in reports]
-                raise TimeoutError(f"ep check: ranks {missing} of {world} did not finish within "
-                                   f"{timeout_s:g} s (backend {backend}; a hung collective?): "
-                                   "all ranks killed") from None
-            continue
-        if kind == "error":
-            raise RuntimeError(f"ep rank {rank} of {world} failed (backend {backend}):\n{payload}")
-        reports[rank] = _from_bytes(payload)  # tensors, lists, numbers
+def _rank_jobs(rank: int, world: int, dev: torch.device, jobs: list[dict]) -> list[dict]:
+    """Run ep_moe on this rank's shard of every job (a rank of :func:`workbench.distributed.run_ranks`)."""
+    reports = []
+    for job in jobs:
+        s = job["shape"]
+        # Each rank makes the full inputs on the CPU from the seed and keeps its shard, like loading its part of
+        # a checkpoint: cheaper than pickling every expert's weights into every process.
+        x, logits, w1, w2, top_k = workbench.make_inputs("moe", dtype=job["dtype"], seed=job["seed"],
+                                                         device="cpu", case=job["case"], **s)
+        t0, t1 = _shard_bounds(s["T"], world)[rank]
+        n_local = s["E"] // world
+        e0 = rank * n_local
+        args = (x[t0:t1].to(dev), logits[t0:t1].to(dev), w1[e0:e0 + n_local].to(dev), w2[e0:e0 + n_local].to(dev))
+        del x, logits, w1, w2
+        stats: dict = {}
+        out = ep_moe(*args, top_k, renormalize=job["renormalize"], stats=stats)  # also the warm-up
+        times = []
+        for _ in range(job["repeats"]):
+            dist.barrier()
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
+            start = time.perf_counter()
+            ep_moe(*args, top_k, renormalize=job["renormalize"])
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)
+            times.append(time.perf_counter() - start)
+        reports.append({"out": out.cpu(), "stats": stats, "ep_s": min(times) if times else math.nan})
     return reports
 
 
@@ -391,79 +257,54 @@ def run_ep_checks(configs: list[dict], world: int = 2, backend: str | None = Non
             raise ValueError(f"E = {c['E']} experts do not split evenly over world = {world} ranks")
         shape = {k: c[k] for k in ("T", "d", "I", "E", "top_k")}
         # Made here first: a bad shape, dtype or case fails now, in the caller, not in every rank; the reference
-        # below runs on these same tensors. The ranks remake them from the seed (see _worker).
+        # below runs on these same tensors. The ranks remake them from the seed (see _rank_jobs).
         inp = workbench.make_inputs("moe", dtype=c["dtype"], seed=c["seed"], device="cpu", case=c["case"], **shape)
         workbench.get_op("moe").validate(*inp, renormalize=c["renormalize"])  # top_k in [1, E], shapes, dtypes
         inputs.append(inp)
         jobs.append({"shape": shape, "dtype": c["dtype"], "seed": c["seed"], "case": c["case"],
                      "renormalize": c["renormalize"], "repeats": repeats})
-    backend = _pick_backend(backend, world)
-
-    # Rendezvous: the parent binds a TCP store on a free port (port 0: the OS picks one) and keeps it open, so no
-    # other program can grab the port between choosing it and the ranks connecting.
-    store = dist.TCPStore("127.0.0.1", 0, None, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=timeout_s))
-    ctx = torch.multiprocessing.get_context("spawn")  # fork is unsafe with threads/CUDA; spawn works in Jupyter
-    results = ctx.Queue()
+    backend = distributed.pick_backend(backend, world)
     start = time.perf_counter()
-    procs = [ctx.Process(target=_worker, args=(r, world, store.port, backend, jobs, timeout_s, results),
-                         daemon=True, name=f"ep-rank{r}") for r in range(world)]
-    errlog = tempfile.TemporaryFile()  # the ranks' stderr: shown if one dies before it can report
-    try:
-        with _stderr_to(errlog):
-            for p in procs:
-                p.start()
-        reports = _collect(procs, results, backend, timeout_s, start, errlog)
-        for p in procs:
-            p.join(timeout=10)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=5)
-        results.close()
-        errlog.close()
-        del store
+    reports = distributed.run_ranks(_rank_jobs, world, jobs, backend=backend, timeout_s=timeout_s, label="ep")
     wall_s = time.perf_counter() - start
 
-    ref_fn = workbench.reference("moe")
-    out = []
-    for j, job in enumerate(jobs):
-        s = job["shape"]
-        kw = {"renormalize": job["renormalize"]}
-        ref = ref_fn(*inputs[j], **kw)
-        base = torch_loop(*inputs[j], **kw)
-        got = torch.cat([reports[r][j]["out"] for r in range(world)])
-        stats = [reports[r][j]["stats"] for r in range(world)]
-        atol, rtol = tolerance(job["dtype"], s)
-        base_err = float((base.double() - ref).abs().max()) if ref.numel() else 0.0
-        if job["dtype"] in (torch.float16, torch.bfloat16):  # the checker's rule: up to 2x torch's own error
-            atol = max(atol, 2 * base_err)
-        err = (got.double() - ref).abs()
-        ok = tuple(got.shape) == tuple(ref.shape) and bool(torch.isfinite(got).all()) and bool(
-            (err <= atol + rtol * ref.abs()).all())
-        es = torch.empty((), dtype=job["dtype"]).element_size()
-        cross = [sum(n for dst, n in enumerate(st["sent_rows"]) if dst != r) for r, st in enumerate(stats)]
-        out.append({
-            **s, "dtype": str(job["dtype"]).removeprefix("torch."), "case": job["case"], "world": world,
-            "backend": backend, "ok": ok,
-            "max_abs_err": float(err.max()) if err.numel() else 0.0,
-            "max_abs_err_vs_torch_loop": float((got.double() - base.double()).abs().max()) if err.numel() else 0.0,
-            "tol": {"atol": atol, "rtol": rtol},
-            "tokens_per_rank": [b - a for a, b in _shard_bounds(s["T"], world)],
-            "experts_per_rank": s["E"] // world,
-            "sent_rows": [st["sent_rows"] for st in stats],  # [src][dst]: (token, slot) rows
-            "recv_rows": [st["recv_rows"] for st in stats],  # [dst][src]
-            "cross_rank_rows": cross,  # rows each rank sent to *other* ranks (the rest never leave the rank)
-            "bytes": {"counts": sum(st["bytes_counts"] for st in stats),
-                      "dispatch": sum(st["bytes_dispatch"] for st in stats),
-                      "combine": sum(st["bytes_combine"] for st in stats)},
-            "bytes_cross_rank": {"dispatch": sum(cross) * (s["d"] * es + 4), "combine": sum(cross) * s["d"] * es},
-            "bytes_per_token_each_way": s["top_k"] * s["d"] * es,
-            "ep_ms": 1e3 * max(reports[r][j]["ep_s"] for r in range(world)),
-            "wall_s": wall_s,
-        })
-    return out
+    return [_judge(job, inp, [rep[j] for rep in reports], backend, wall_s)
+            for j, (job, inp) in enumerate(zip(jobs, inputs, strict=True))]
+
+
+def _judge(job: dict, inputs: tuple, ranks: list[dict], backend: str, wall_s: float) -> dict:
+    """Judge one job's gathered output with the checker's comparison; return its result dict with the bookkeeping."""
+    s, world = job["shape"], len(ranks)
+    kw = {"renormalize": job["renormalize"]}
+    ref = workbench.reference("moe")(*inputs, **kw)
+    base = torch_loop(*inputs, **kw)  # torch's own error at this dtype sets the fp16/bf16 tolerance
+    got = torch.cat([r["out"] for r in ranks])
+    res = compare_output("moe", got, ref, job["dtype"], {**s, **kw}, torch_out=base, inputs=inputs,
+                         case=job["case"], seed=job["seed"])
+    atol, rtol = tolerance(job["dtype"], s)
+    stats = [r["stats"] for r in ranks]
+    es = torch.empty((), dtype=job["dtype"]).element_size()
+    cross = [sum(n for dst, n in enumerate(st["sent_rows"]) if dst != r) for r, st in enumerate(stats)]
+    same = got.shape == base.shape and got.numel()
+    return {
+        **s, "dtype": str(job["dtype"]).removeprefix("torch."), "case": job["case"], "world": world,
+        "backend": backend, "ok": res.ok, "diagnosis": res.diagnosis, "result": res.line(),
+        "max_abs_err": res.max_abs_err,
+        "max_abs_err_vs_torch_loop": float((got.double() - base.double()).abs().max()) if same else 0.0,
+        "tol": {"atol": max(atol, 2 * (res.torch_err or 0.0)), "rtol": rtol},
+        "tokens_per_rank": [b - a for a, b in _shard_bounds(s["T"], world)],
+        "experts_per_rank": s["E"] // world,
+        "sent_rows": [st["sent_rows"] for st in stats],  # [src][dst]: (token, slot) rows
+        "recv_rows": [st["recv_rows"] for st in stats],  # [dst][src]
+        "cross_rank_rows": cross,  # rows each rank sent to *other* ranks (the rest never leave the rank)
+        "bytes": {"counts": sum(st["bytes_counts"] for st in stats),
+                  "dispatch": sum(st["bytes_dispatch"] for st in stats),
+                  "combine": sum(st["bytes_combine"] for st in stats)},
+        "bytes_cross_rank": {"dispatch": sum(cross) * (s["d"] * es + 4), "combine": sum(cross) * s["d"] * es},
+        "bytes_per_token_each_way": s["top_k"] * s["d"] * es,
+        "ep_ms": 1e3 * max(r["ep_s"] for r in ranks),
+        "wall_s": wall_s,
+    }
 
 
 def run_ep_check(world: int = 2, T: int = 64, d: int = 64, I: int = 128, E: int = 8, top_k: int = 2,
