@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import access_picture
-from workbench.profile import LaunchRecord, Profile, ProfileError
+from workbench import access_picture, profile_counters
+from workbench.profile_counters import LaunchRecord, Profile, ProfileError
 
 pytestmark = pytest.mark.skipif(wb.mode() != "cpu", reason="emulator traces (cpu mode)")
 
@@ -132,7 +132,7 @@ def test_another_block_and_warp(kernels):
 
 def test_tracing_is_off_unless_a_picture_asks(kernels):
     p = _copy(kernels, 1)
-    assert p._traces == {} and wb.profile.trace_wanted() is None
+    assert p._traces == {} and profile_counters.trace_wanted() is None
     before = dict(p.launches[0].counts)
     p.picture(buffer="y")
     assert p.launches[0].counts == before and len(p._traces) == 1

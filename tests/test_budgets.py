@@ -100,7 +100,7 @@ def test_a_wrong_kernel_is_diagnosed_before_any_budget_is_measured():
 
 def test_gpu_mode_without_ncu_says_the_budgets_were_not_measured(monkeypatch):
     from workbench import _mode
-    from workbench import profile as prof
+    from workbench import profile_counters as prof
 
     def no_ncu(*a, **k):
         raise prof.NcuNotFoundError("ncu is not on PATH")

@@ -130,7 +130,7 @@ def test_bad_input_names_the_op():
 
 
 def test_a_call_the_profiler_refuses_is_a_row_saying_why(monkeypatch):
-    from workbench import profile as P
+    from workbench import profile_counters as P
 
     def refuse(*a, **k):
         raise P.NcuNotFoundError("ncu is not on PATH")

@@ -13,7 +13,7 @@ import pytest
 
 import workbench as wb
 from workbench import cuda
-from workbench import profile as P
+from workbench import profile_counters as P
 
 pytestmark = pytest.mark.skipif(wb.mode() != "cpu", reason="emulator counts (cpu mode)")
 

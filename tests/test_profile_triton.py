@@ -9,7 +9,7 @@ import triton.language as tl
 
 import workbench as wb
 from tests.conftest import requires_cpu_mode
-from workbench import _triton_interp
+from workbench import _triton_interp, profile_counters
 
 pytestmark = requires_cpu_mode
 
@@ -114,7 +114,7 @@ def test_nothing_is_counted_outside_profile_and_racecheck_only_when_sanitizing()
     assert p["global atomics"] == 8
     with _triton_interp.counting() as recs:
         _hist[(1,)](idx, out, 8, BLOCK=8)
-    assert len(recs) == 1 and not wb.profile.active()
+    assert len(recs) == 1 and not profile_counters.active()
     x, y = wb.make_inputs("vecadd", N=8)
     v = wb.variant("vecadd", "wrong_in_place")  # stores into its input: counted, not a sanitizer finding
     assert wb.profile(v, x, y)["global store bytes"] == 8 * 4
@@ -131,3 +131,11 @@ def test_profile_report_says_triton_traffic_is_requested_bytes_not_sectors():
     x, y = wb.make_inputs("vecadd", N=64)
     text = str(wb.profile(wb.variant("vecadd", "triton_block"), x, y).report())
     assert "tl.load elements" in text and "not sectors" in text and "coalescing" in text
+
+
+def test_every_triton_counter_is_in_the_catalogue_at_import():
+    from workbench import profile_metrics
+
+    assert {k: profile_metrics.METRICS[k].kind for k in _triton_interp.TRITON_METRICS.values()} == dict.fromkeys(
+        _triton_interp.TRITON_METRICS.values(), "sum")
+    assert "triton__dot_flops_per_load_byte.ratio" in profile_metrics.METRICS and callable(wb.profile)

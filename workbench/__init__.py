@@ -53,7 +53,7 @@ _LAZY = {
     "CheckReport": ("workbench.checker", "CheckReport"),
     "bench": ("workbench.timer", "bench"),
     "peak_memory": ("workbench.timer", "peak_memory"),
-    "profile": ("workbench.profile", None),  # callable module: wb.profile(fn, *inputs) -> Profile
+    "profile": ("workbench.profile_counters", "profile"),  # wb.profile(fn, *inputs) -> Profile
     "counters_table": ("workbench.counters", "counters_table"),
     "exercise": ("workbench.practice.exercises", "exercise"),
     "exercises": ("workbench.practice.exercises", "exercises"),

@@ -486,7 +486,7 @@ def _patch_launch(kmod: Any) -> None:
 
     def __call__(self: Any, *args: Any) -> Any:  # noqa: N807
         global _SESSION
-        from workbench import profile
+        from workbench import profile_counters as profile
         from workbench._sanitize import active
 
         global LAUNCHES
@@ -927,7 +927,7 @@ class _Session:
         if not isinstance(arr, np.ndarray) or arr.ndim == 0 or arr.dtype.names is not None:
             return a  # scalars and record arrays run unchecked
         name = self.params[i] if i < len(self.params) else f"arg{i}"
-        from workbench.profile import allocation_start
+        from workbench.profile_counters import allocation_start
 
         return _Tracked(arr, _Meta("global", name, self, arr.itemsize, allocation_start(arr) or self._data(arr)))
 
@@ -1236,7 +1236,7 @@ class _ProfileSession(_Session):
             self.counts.update(dict.fromkeys(keys, 0))
         self.counts["wb__barriers.sum"] = 0
         self.block_barriers: set[tuple[int, int]] = set()
-        from workbench import profile
+        from workbench import profile_counters as profile
 
         self.trace = profile.trace_wanted()  # an access picture's block to trace (None: no trace, the usual case)
         self.traced: list[tuple] = []
@@ -1319,7 +1319,8 @@ class _ProfileSession(_Session):
         """Hand the traced requests to the access picture, in the CPU engine's trace format."""
         import linecache
 
-        from workbench import access_picture, profile
+        from workbench import access_picture
+        from workbench import profile_counters as profile
 
         regions: dict[Any, int] = {}
         buffers: dict[int, tuple] = {}
@@ -1348,7 +1349,7 @@ class _ProfileSession(_Session):
 
     def finish(self) -> None:
         """Raise a memcheck error if an index went out of bounds; otherwise hand the counts to wb.profile."""
-        from workbench import profile
+        from workbench import profile_counters as profile
 
         if self.oob.total:
             raise self._error("memcheck")

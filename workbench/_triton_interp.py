@@ -684,12 +684,12 @@ def _install_counters(ti: Any) -> None:
 
 def _profiling() -> bool:
     """Return whether a ``wb.profile`` call is counting launches now."""
-    from workbench import profile as _profile
+    from workbench import profile_counters as _profile
 
     return _profile.active()
 
 
-TRITON_METRICS = {  # TritonCounts field -> profile metric key
+TRITON_METRICS = {  # TritonCounts field -> profile metric key (declared in workbench.profile_metrics)
     "programs": "triton__programs.sum",
     "load_calls": "triton__load_calls.sum",
     "load_elements": "triton__load_elements.sum",
@@ -701,42 +701,11 @@ TRITON_METRICS = {  # TritonCounts field -> profile metric key
     "dot_calls": "triton__dot_calls.sum",
     "dot_flops": "triton__dot_flops.sum",
 }
-_NOT_SECTORS = ("Triton picks each access's vector width and thread layout itself, so these are bytes requested, "
-                "not sectors: they show tiling and reuse, not coalescing")
-
-
-def register_metrics() -> None:
-    """Declare the Triton interpreter's counters in wb.profile's catalogue (once per import of workbench.profile)."""
-    from workbench import profile as _profile
-
-    R = _profile.register_metric
-    R("triton__programs.sum", "Triton programs", "programs launched (the product of each launch's grid): a GPU runs "
-      "one per thread block", "enough to fill the GPU (a few per SM), each with a tile worth its launch",
-      group="triton", aliases=("programs", "programs launched"))
-    for kind, word in (("load", "tl.load"), ("store", "tl.store")):
-        R(f"triton__{kind}_calls.sum", f"{word} calls", f"{word} operations executed, one per program per call "
-          "whatever the tile's size", "", group="triton")
-        R(f"triton__{kind}_elements.sum", f"{word} elements", f"elements {word} asked for: lanes whose mask is on "
-          f"(masked-off lanes move nothing). {_NOT_SECTORS}", "close to the elements the op must move",
-          better="lower", group="triton")
-    R("triton__dot_calls.sum", "tl.dot calls", "tl.dot operations executed (one per program per call)", "",
-      group="triton")
-    R("triton__dot_flops.sum", "tl.dot FLOPs", "2 x M x N x K of every tl.dot, the whole tile (padding a mask "
-      "zeroed is multiplied too, as on a GPU)", "close to the op's FLOPs: more = tiles computed and thrown away",
-      better="lower", group="triton", aliases=("dot flops",))
-    R("triton__dot_flops_per_load_byte.ratio", "tl.dot FLOPs per loaded byte",
-      "tl.dot FLOPs / global bytes loaded: the reuse a kernel's tiling buys (a GEMM with BM x BN output tiles: "
-      "2 / (elem x (1/BM + 1/BN)))", "higher: bigger tiles reuse each loaded element more", kind="derived",
-      fmt="ratio", better="higher", group="triton",
-      compute=lambda m: (m["triton__dot_flops.sum"] / m["wb__global_load_bytes.sum"]
-                         if m.get("triton__dot_flops.sum") and m.get("wb__global_load_bytes.sum") else None))
 
 
 def _record(c: TritonCounts) -> None:
     """Hand one counted launch to wb.profile."""
-    from workbench import profile as _profile
+    from workbench import profile_counters as _profile
 
-    if "triton__programs.sum" not in _profile.METRICS:
-        register_metrics()
     metrics = {key: getattr(c, f) for f, key in TRITON_METRICS.items()}
     _profile.record_launch(c.kernel, "triton", grid=c.grid, block=None, metrics=metrics)

@@ -166,7 +166,7 @@ class LaunchTrace:
         for b in self.buffers.values():
             if b.name == which or (isinstance(which, int) and b.param == which):
                 return b
-        from workbench.profile import ProfileError
+        from workbench.profile_counters import ProfileError
 
         raise ProfileError(f"{self._who()} made no request to {which!r}; it accessed: {self._listing()}")
 
@@ -177,7 +177,7 @@ class LaunchTrace:
 
     def metrics(self, which: str | int | None = None) -> dict[str, float]:
         """Return the profile's counters over the traced requests (of ``which`` only, if given), and derived ones."""
-        from workbench.profile import _with_derived
+        from workbench.profile_metrics import with_derived as _with_derived
 
         m: dict[str, float] = {}
         for r in self.requests if which is None else self.on(which):
@@ -278,7 +278,7 @@ def trace_from_rows(rows: Iterable[tuple], *, kernel: str, backend: str, grid: t
 
 # ----------------------------------------------------------------------------------------------------- tracing
 def _error(msg: str) -> Exception:
-    from workbench.profile import ProfileError
+    from workbench.profile_counters import ProfileError
 
     return ProfileError(msg)
 
@@ -366,7 +366,7 @@ def trace(prof: Any, kernel: str | int | None = None, *, block: int | tuple[int,
     The profiled call runs once more with that block traced; the trace is kept, so later pictures of other
     buffers of the same block and warp reuse it.
     """
-    from workbench import profile as _profile
+    from workbench import profile_counters as _profile
 
     index = _pick_launch(prof, kernel)
     rec = _check_traceable(prof, index)
@@ -428,7 +428,7 @@ def picture(prof: Any, kernel: str | int | None = None, buffer: str | int | None
 
 
 def _meta(tr: LaunchTrace, buf: TracedBuffer, drawn: list[Request], k: int, n: int) -> dict[str, Any]:
-    from workbench.profile import METRICS
+    from workbench.profile_metrics import METRICS
 
     out: dict[str, Any] = {"kernel": tr.kernel, "backend": tr.backend, "buffer": buf.name, "space": buf.space,
                            "block": list(tr.traced_block), "warp": "all" if tr.warp is None else tr.warp,

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.profile_metrics import METRICS, resolve
+
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": lambda v, lim: v <= lim, "<": lambda v, lim: v < lim, ">=": lambda v, lim: v >= lim,
     ">": lambda v, lim: v > lim, "==": lambda v, lim: math.isclose(v, lim, rel_tol=1e-9, abs_tol=1e-12),
@@ -52,9 +54,7 @@ class Budget:
 
     @property
     def label(self) -> str:
-        from workbench import profile as _profile
-
-        return _profile.METRICS[self.key].label
+        return METRICS[self.key].label
 
 
 @dataclass
@@ -95,26 +95,14 @@ class BudgetReport:
                 for r in self.results]
 
 
-def _ensure_catalogue() -> None:
-    """Make sure every backend's metrics are declared (the Triton interpreter declares its own)."""
-    from workbench import _triton_interp
-    from workbench import profile as _profile
-
-    if "triton__programs.sum" not in _profile.METRICS:
-        _triton_interp.register_metrics()
-
-
 def parse(budgets: Mapping[str, Any], where: str) -> list[Budget]:
     """Return the budgets of ``{metric: "<op> <number>  # why"}``; raise BudgetError naming ``where`` and the fault."""
-    from workbench import profile as _profile
-
-    _ensure_catalogue()
     if not isinstance(budgets, Mapping):
         raise BudgetError(f"{where}: budgets must be a dict {{metric: '<= 4'}}, got {type(budgets).__name__}")
     out = []
     for name, expr in budgets.items():
         try:
-            key = _profile.resolve(str(name))
+            key = resolve(str(name))
         except KeyError as e:
             raise BudgetError(f"{where}: budget on {name!r}: {e.args[0]}") from None
         if not isinstance(expr, str):
@@ -126,9 +114,9 @@ def parse(budgets: Mapping[str, Any], where: str) -> list[Budget]:
                               f"{list(_OPS)} (e.g. '<= 4', '== 0', '>= 90%'; a '# why' may follow)")
         op, num, pct, why = m.groups()
         limit = float(num.replace("_", "")) / (100.0 if pct else 1.0)
-        if pct and _profile.METRICS[key].fmt != "fraction":
+        if pct and METRICS[key].fmt != "fraction":
             raise BudgetError(f"{where}: budget on {name!r}: a percentage only fits a fraction metric, and "
-                              f"{_profile.METRICS[key].label!r} is not one")
+                              f"{METRICS[key].label!r} is not one")
         out.append(Budget(str(name), key, op, limit, (why or "").strip()))
     return out
 
@@ -136,9 +124,7 @@ def parse(budgets: Mapping[str, Any], where: str) -> list[Budget]:
 # ----------------------------------------------------------------------------------------------------- words
 def _value(key: str, v: float) -> str:
     """Return ``v`` as the metric shows it: 12.5% for a fraction, 4 or 3.5 for a ratio, 1,024 for a count."""
-    from workbench import profile as _profile
-
-    fmt = _profile.METRICS[key].fmt
+    fmt = METRICS[key].fmt
     if fmt == "fraction":
         return f"{100 * v:.3g}%"
     if float(v).is_integer():
@@ -148,9 +134,7 @@ def _value(key: str, v: float) -> str:
 
 def _amount(key: str, v: float) -> str:
     """Return '32 sectors per store request' or 'a global load efficiency of 12.5%'."""
-    from workbench import profile as _profile
-
-    meta = _profile.METRICS[key]
+    meta = METRICS[key]
     if meta.fmt == "fraction":
         return f"a {meta.label} of {_value(key, v)}"
     return f"{_value(key, v)} {meta.label}"
@@ -165,9 +149,7 @@ def _possible(b: Budget) -> str:
 
 
 def _missed(b: Budget, value: float) -> str:
-    from workbench import profile as _profile
-
-    why = b.why or _profile.METRICS[b.key].meaning
+    why = b.why or METRICS[b.key].meaning
     return f"{_amount(b.key, value)} {_possible(b)}: {why} (budget: {b})"
 
 
@@ -204,7 +186,7 @@ def _why_missing(prof: Any, b: Budget) -> str:
 
 def measure(fn: Callable, op: str, budgets: list[Budget], shape: Mapping[str, Any], dtype: Any) -> BudgetReport:
     """Profile one call of ``fn`` (called like ``op``) at ``shape`` and ``dtype`` and judge ``budgets`` on it."""
-    from workbench import profile as _profile
+    from workbench import profile_counters as _profile
     from workbench._mode import MODE
     from workbench.registry import dtype_name, get_op, make_inputs
 

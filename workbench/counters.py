@@ -160,7 +160,7 @@ def counters_table(op: str, variants: Any, *inputs: Any, compulsory_bytes: float
 
 def _measure(label: str, fn: Callable[..., Any], inputs: tuple, kw: dict, need: float) -> CountersRow:
     """Profile one variant; a call that cannot run or be counted here (GPU-only, no ncu) is a row saying why."""
-    from workbench.profile import ProfileError, profile
+    from workbench.profile_counters import ProfileError, profile
     from workbench.registry import UnsupportedHere
 
     try:

@@ -134,7 +134,7 @@ class Function:
             if self.max_dynamic_shared_size_bytes:
                 self._fn.max_dynamic_shared_size_bytes = self.max_dynamic_shared_size_bytes
             return self._fn(grid, block, tuple(args), shared_mem=shared_mem, **kwargs)
-        from workbench import profile as _profile
+        from workbench import profile_counters as _profile
         from workbench.cuda import _cpu
 
         if _profile.active():  # counting wins over checking: a profile build logs accesses, it does not check them
@@ -147,7 +147,7 @@ class Function:
     def _profile_launch(self, grid: Dims, block: Dims, args: Sequence[Any], shared_mem: int,
                         buffers: Sequence[Any]) -> None:
         """Launch the profile build and hand its counters to the wb.profile call in progress."""
-        from workbench import profile as _profile
+        from workbench import profile_counters as _profile
         from workbench.cuda import _cpu
 
         mod = self._module._cpu_module(False, profile=True)

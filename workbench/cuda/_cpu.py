@@ -16,7 +16,7 @@ where the array is not writeable); SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT o
 error, which :func:`_launch_error` words with the source line and the parameter. A cached library that does not
 load or whose digest (``<so>.sha256``) differs is rebuilt once.
 
-Profile builds (``profile=True``, what :func:`workbench.profile.profile` launches) use the same instrumentation, but
+Profile builds (``profile=True``, what :func:`workbench.profile` launches) use the same instrumentation, but
 their hooks only append each access to the fiber's log; the runtime groups the logs into warp-level requests and
 counts sectors, shared-memory wavefronts, bank conflicts, atomics and barriers (see ``PROFILE_COUNTERS``). They are
 built without vectorisation, so each access of the source stays one access, as nvcc compiles it.
@@ -712,7 +712,7 @@ def _describe(v: Any) -> str:
 
 def _alloc_base(a: Any) -> int:
     """Return the start of the allocation an array or tensor argument lives in (a view's owner's first byte)."""
-    from workbench.profile import allocation_start
+    from workbench.profile_counters import allocation_start
 
     return allocation_start(a)
 
@@ -1022,7 +1022,7 @@ def launch(module: CpuModule, info: KernelInfo, grid: Any, block: Any, args: tup
 
 def _describe_trace(d: _Desc) -> Any:
     """Ask the runtime to trace the block an access picture wants (wb.profile(...).picture); None when none does."""
-    from workbench import profile as _profile
+    from workbench import profile_counters as _profile
 
     want = _profile.trace_wanted()
     if want is None:
@@ -1065,7 +1065,7 @@ def _report_trace(entries: Any, d: _Desc, module: CpuModule, info: KernelInfo, g
                   bufs: list[tuple[int, ...]], extra: tuple) -> None:
     """Hand the traced block's accesses to the access picture that asked for them."""
     from workbench import access_picture
-    from workbench import profile as _profile
+    from workbench import profile_counters as _profile
 
     n = min(int(d.ntrace), TRACE_CAP)
     raw = np.frombuffer(entries, dtype=np.dtype([("off", "<u8"), ("req", "<u4"), ("size_flags", "<u4"),
