@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import cuda
+from workbench import cuda, profile_ncu
 from workbench import profile_counters as P
 
 pytestmark = pytest.mark.skipif(wb.mode() != "cpu", reason="emulator counts (cpu mode)")
@@ -288,8 +288,8 @@ def test_gpu_mode_without_ncu_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("WORKBENCH_NCU", raising=False)
     with pytest.raises(P.NcuNotFoundError, match="Nsight Compute") as e:
-        P._profile_ncu({"kind": "variant", "op": "vecadd", "name": "cuda_grid", "inputs": (), "kwargs": {}},
-                       "vecadd/cuda_grid")
+        profile_ncu.run_under_ncu({"kind": "variant", "op": "vecadd", "name": "cuda_grid", "inputs": (),
+                                   "kwargs": {}}, "vecadd/cuda_grid")
     assert "ncu" in str(e.value) and "WORKBENCH_MODE=cpu" in str(e.value)
 
 
@@ -316,8 +316,8 @@ def test_ncu_values_come_back_under_the_same_keys(monkeypatch, tmp_path):
     exe.write_text(_FAKE_NCU.replace("\\\n", ""))
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    p = P._profile_ncu({"kind": "variant", "op": "vecadd", "name": "cuda_grid", "inputs": (), "kwargs": {}},
-                       "vecadd/cuda_grid")
+    p = profile_ncu.run_under_ncu({"kind": "variant", "op": "vecadd", "name": "cuda_grid", "inputs": (),
+                                   "kwargs": {}}, "vecadd/cuda_grid")
     assert p.source == "ncu" and [r.kernel for r in p.launches] == ["vecadd_kernel"]
     assert p.launches[0].grid == (8, 1, 1) and p.launches[0].block == (128, 1, 1)
     assert p["global load requests"] == 32 and p["global load sectors"] == 1024
@@ -334,8 +334,8 @@ def test_gpu_mode_refuses_a_lambda_it_cannot_rebuild(monkeypatch, tmp_path):
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(P.ProfileError, match="lambda"):
-        P._profile_ncu({"kind": "import", "module": __name__, "qualname": "<lambda>", "inputs": (), "kwargs": {}},
-                       "<lambda>")
+        profile_ncu.run_under_ncu({"kind": "import", "module": __name__, "qualname": "<lambda>", "inputs": (),
+                                   "kwargs": {}}, "<lambda>")
 
 
 STRUCT_SRC = r"""
