@@ -59,7 +59,8 @@ def test_reference_is_the_sum_of_scaled_group_partials(shape):
     assert tuple(sa.shape) == (m, -(-k // 128)) and tuple(sb.shape) == (-(-n // 128), -(-k // 128))
     ref = wb.reference(OP)(a, sa, b, sb)
     assert ref.dtype == torch.float64 and ref.shape == (m, n)
-    torch.testing.assert_close(ref.cpu(), _by_groups(a, sa, b, sb), rtol=1e-12, atol=1e-12)
+    # torch.allclose, not torch.testing.assert_close: that one imports torch.distributed (~7 s cold)
+    assert torch.allclose(ref.cpu(), _by_groups(a, sa, b, sb), rtol=1e-12, atol=1e-12)
 
 
 def test_inputs_are_quantized_with_moe_fp8s_quantizers():
@@ -88,7 +89,7 @@ def test_torch_baseline_and_ladder():
     a, sa, b, sb = _inputs(5, 7, 300)
     out = wb.variant(OP, "torch_dequant")(a, sa, b, sb)
     assert out.dtype == torch.bfloat16
-    torch.testing.assert_close(out.double().cpu(), _by_groups(a, sa, b, sb), rtol=4e-3, atol=1e-2)
+    assert torch.allclose(out.double().cpu(), _by_groups(a, sa, b, sb), rtol=4e-3, atol=1e-2)
 
 
 BAD = [
