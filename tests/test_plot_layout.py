@@ -12,7 +12,7 @@ import re
 import pytest
 
 import workbench as wb
-from workbench import plots
+from workbench import plot_labels, plots
 
 NONE_RECORDED = "No real-GPU results recorded yet for"
 
@@ -85,9 +85,9 @@ def _boxes(fig, width: float) -> list[tuple[str, tuple[float, float, float, floa
     """Estimate each label's px box in a plot ``width`` px wide, as the layout does."""
     out = []
     for a in [*_annotations(fig, "point-label"), *_annotations(fig, "ridge")]:
-        w, h = plots._text_box(a.text, a.font.size)
-        x, y = plots._to_px(fig, 10 ** a.x, 10 ** a.y, width)
-        out.append((a.text, plots._spot_box((x, y), (a.ax, a.ay, a.xanchor, a.yanchor), (w + 6, h + 4))))
+        w, h = plot_labels.text_box(a.text, a.font.size)
+        x, y = plot_labels.to_px(fig, 10 ** a.x, 10 ** a.y, width)
+        out.append((a.text, plot_labels.spot_box((x, y), (a.ax, a.ay, a.xanchor, a.yanchor), (w + 6, h + 4))))
     return out
 
 
@@ -96,9 +96,9 @@ def test_distinct_points_get_labels_that_do_not_overlap_at_any_supported_width()
     points = [{"label": f"model {i}", "intensity": x} for i, x in enumerate((1, 2.3, 4.1, 16, 130, 250, 1000))]
     fig = wb.roofline(None, device="H200", dtype="bfloat16", points=points, op="moe")
     assert sorted(n for names in _label_names(fig) for n in names) == sorted(p["label"] for p in points)
-    for width in plots._PLOT_WIDTHS:
+    for width in plot_labels.PLOT_WIDTHS:
         for (ta, a), (tb, b) in itertools.combinations(_boxes(fig, width), 2):
-            assert plots._overlap(a, b, pad=0) == 0, f"at {width} px: {ta!r} overlaps {tb!r}"
+            assert plot_labels.overlap(a, b, pad=0) == 0, f"at {width} px: {ta!r} overlaps {tb!r}"
 
 
 def test_labels_follow_the_explorer_controls():

@@ -12,7 +12,7 @@ go = pytest.importorskip("plotly.graph_objects", reason="plotly is not installed
 
 from _bench_fakes import FakeVariant, make_record  # noqa: E402
 
-from workbench import hardware, plots  # noqa: E402
+from workbench import explorers, hardware, plots  # noqa: E402
 
 NONE_RECORDED = "No real-GPU results recorded yet for"
 
@@ -120,7 +120,7 @@ def test_save_html_is_standalone(tmp_path: Path) -> None:
 
 def _explorer(records=None):
     variants = [FakeVariant("naive", 1, "numba"), FakeVariant("tiled", 32), FakeVariant("torch", 128, "torch")]
-    return plots.explorer(
+    return explorers.explorer(
         "gemm", variants, None, None, [256, 512, 1024, 2048], ["float32", "float16"],
         lambda n: {"M": n, "N": n, "K": n}, records=records if records is not None else _records(),
     )
@@ -181,9 +181,9 @@ def test_explorer_without_records_says_none_recorded() -> None:
 def test_explorer_without_records_draws_the_napkin_bound() -> None:
     """No GPU record: the throughput figure shows the op's best possible TFLOP/s per size, labelled a model."""
     variants = [FakeVariant("naive", 1, "numba"), FakeVariant("tiled", 32)]
-    box = plots.explorer("gemm", variants, lambda M, N, K, dtype: 2 * M * N * K,
-                         lambda M, N, K, dtype: 3 * M * N * 4, [256, 4096], ["float32", "float16"],
-                         lambda n: {"M": n, "N": n, "K": n}, records=[], device="H200")
+    box = explorers.explorer("gemm", variants, lambda M, N, K, dtype: 2 * M * N * K,
+                             lambda M, N, K, dtype: 3 * M * N * 4, [256, 4096], ["float32", "float16"],
+                             lambda n: {"M": n, "N": n, "K": n}, records=[], device="H200")
     thr = box.throughput_figure
     (bound,) = [t for t in thr.data if t.name == "napkin bound"]
     assert bound.visible and "not a measurement" in bound.legendgrouptitle.text

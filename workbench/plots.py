@@ -12,9 +12,7 @@ of the session (:func:`variant_color`).
 
 from __future__ import annotations
 
-import inspect
 import math
-import re
 import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,14 +23,13 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from workbench import hardware
+from workbench.plot_labels import point_labels
 from workbench.results import validate_record
 
 __all__ = [
     "MODEL_LABEL",
     "compare_variants",
-    "explorer",
     "roofline",
-    "routing_explorer",
     "save_html",
     "throughput_vs_size",
     "traffic_model",
@@ -157,7 +154,6 @@ def _hover(rec: Mapping[str, Any]) -> str:
 # Readable at JupyterLab's default width (a 1280 px window with the file browser open gives a figure ~850 px
 # wide) and narrower: long texts are wrapped to these many characters.
 _TITLE_CHARS, _SUB_CHARS, _NOTE_CHARS = 70, 100, 100
-_LABEL_FONT = 11
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -166,12 +162,6 @@ def _wrap(text: str, width: int) -> list[str]:
     for part in text.split("<br>"):
         lines += textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) or [""]
     return lines
-
-
-def _text_box(text: str, size: int) -> tuple[float, float]:
-    """Return a generous (width, height) in px of ``text`` (``<br>`` lines, tags ignored) at font ``size``."""
-    lines = [re.sub(r"<[^>]+>", "", line) for line in text.split("<br>")]
-    return max(len(line) for line in lines) * size * 0.6, len(lines) * size * 1.35
 
 
 def _finish(
@@ -687,7 +677,8 @@ def _variant_traces(meas: Sequence[Mapping[str, Any]], pts: Sequence[Mapping[str
                     names: Sequence[str], ridge: float | None) -> list[go.Scatter]:
     """Return per variant its measured points (filled circles) then its predicted points (open diamonds).
 
-    Predicted points carry no text of their own: :func:`_point_labels` lays their names out without overlaps.
+    Predicted points carry no text of their own: :func:`workbench.plot_labels.point_labels` lays their names out
+    without overlaps.
     """
     out = []
     for name in names:
@@ -803,154 +794,9 @@ def _roofline(
     fig = _finish(fig, head, sub, notes, None if meas else _none_recorded(op), empty_at_bottom=True)
     fig.update_layout(legend=dict(tracegroupgap=8))
     labels = [([p["label"]], p["intensity"], p["tflops"]) for p in pts if p["label"] in names]
-    fig.layout.annotations = list(fig.layout.annotations) + _point_labels(fig, labels, ridge and (ridge, peak))
+    fig.layout.annotations = list(fig.layout.annotations) + point_labels(fig, labels, ridge and (ridge, peak),
+                                                                         color_of=variant_color, ridge_color=_ROOF)
     return fig
-
-
-# ---------------------------------------------------------------------------------------------------------
-# label layout: names of predicted points and the ridge, placed so that no two texts overlap
-#
-# The figure's width follows the notebook's (plotly resizes it), so a layout must hold at every plot width a
-# learner may have: a spot is taken only if it is free at each of _PLOT_WIDTHS (px of plot area beside the
-# legend: ~440 in JupyterLab's default layout, an ~850 px figure; ~900 with the file browser closed on a wide
-# screen). The height is the figure's own.
-
-_PLOT_WIDTHS = (420, 520, 680, 900)
-Box = tuple[float, float, float, float]
-
-
-def _to_px(fig: go.Figure, x: float, y: float, width: float) -> tuple[float, float]:
-    """Map a data point of a log-log figure to plot-area px (origin top left) for a plot ``width`` px wide."""
-    (x0, x1), (y0, y1) = fig.layout.xaxis.range, fig.layout.yaxis.range
-    height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
-    return (math.log10(x) - x0) / (x1 - x0) * width, (1 - (math.log10(y) - y0) / (y1 - y0)) * height
-
-
-def _banner_box(fig: go.Figure, width: float) -> list[Box]:
-    """Return the 'none recorded' banner's box when it sits inside the plot (the roofline's, bottom right)."""
-    height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
-    boxes = []
-    for a in fig.layout.annotations:
-        if a.name == "none-recorded" and a.xanchor == "right":
-            w, h = _text_box(a.text, a.font.size)
-            w, h = w + 2 * (a.borderpad or 0) + 2, h + 2 * (a.borderpad or 0) + 2
-            right, bottom = a.x * width, (1 - a.y) * height
-            boxes.append((right - w, bottom - h, right, bottom))
-    return boxes
-
-
-def _overlap(a: Box, b: Box, pad: float = 3.0) -> float:
-    """Return the overlap area of two (x0, y0, x1, y1) boxes grown by ``pad``."""
-    w = min(a[2], b[2]) - max(a[0], b[0]) + 2 * pad
-    h = min(a[3], b[3]) - max(a[1], b[1]) + 2 * pad
-    return max(w, 0.0) * max(h, 0.0)
-
-
-def _clusters(items: Sequence[tuple[list[str], float, float]], fig: go.Figure,
-              near_px: float = 16.0) -> list[tuple[list[str], float, float]]:
-    """Merge points whose markers touch in the narrowest plot; each cluster keeps its first point."""
-    out: list[tuple[list[str], float, float, tuple[float, float]]] = []
-    for names, x, y in items:
-        px = _to_px(fig, x, y, _PLOT_WIDTHS[0])
-        for i, (n2, x2, y2, p2) in enumerate(out):
-            if abs(px[0] - p2[0]) < near_px and abs(px[1] - p2[1]) < near_px:
-                out[i] = (n2 + [n for n in names if n not in n2], x2, y2, p2)
-                break
-        else:
-            out.append((list(names), x, y, px))
-    return [(n, x, y) for n, x, y, _ in out]
-
-
-def _label_text(names: Sequence[str], most: int = 6) -> str:
-    """Return the names, each in its variant's colour, comma-separated on short lines (at most ``most`` names:
-    a crowd of variants at one point is counted, and the legend lists them all)."""
-    shown = list(names) if len(names) <= most else list(names[:3])
-    parts = [f"<span style='color:{variant_color(n)}'>{n}</span>" for n in shown]
-    widths = [len(n) for n in shown]
-    if len(shown) < len(names):
-        parts.append(f"and {len(names) - len(shown)} more (see the legend)")
-        widths.append(len(parts[-1]))
-    lines, cur, width = [], [], 0
-    for part, w in zip(parts, widths, strict=True):
-        if cur and width + 2 + w > 38:
-            lines.append(", ".join(cur) + ",")
-            cur, width = [], 0
-        cur.append(part)
-        width += w + (2 if width else 0)
-    lines.append(", ".join(cur))
-    head = [f"{len(names)} variants:"] if len(shown) < len(names) else []
-    return "<br>".join(head + lines)
-
-
-# Where a label may go around its point, nearest first: (ax, ay) from the point to the label's anchor, in px
-# (y down), and which side of the label box sits at that anchor.
-_SPOTS = [(12, 0, "left", "middle"), (-12, 0, "right", "middle"), (0, -12, "center", "bottom"),
-          (0, 12, "center", "top")]
-_SPOTS += [(d * sx, d * sy, "left" if sx > 0 else "right", "top" if sy > 0 else "bottom")
-           for d in (18, 36) for sx, sy in ((1, 1), (-1, -1), (1, -1), (-1, 1))]
-_SPOTS += [(0, d * sy, "center", "top" if sy > 0 else "bottom") for d in (30, 50) for sy in (1, -1)]
-_SPOTS += [(d * sx, d * sy, "left" if sx > 0 else "right", "top" if sy > 0 else "bottom")
-           for d in (60, 90) for sx, sy in ((1, 1), (-1, -1), (1, -1), (-1, 1))]
-
-
-def _spot_box(anchor: tuple[float, float], spot: tuple[int, int, str, str], box: tuple[float, float]) -> Box:
-    """Return the (x0, y0, x1, y1) px box of a ``box``-sized label put at ``spot`` around ``anchor``."""
-    ax, ay, xanchor, yanchor = spot
-    x, y = anchor[0] + ax, anchor[1] + ay
-    x0 = {"left": x, "right": x - box[0], "center": x - box[0] / 2}[xanchor]
-    y0 = {"top": y, "bottom": y - box[1], "middle": y - box[1] / 2}[yanchor]
-    return x0, y0, x0 + box[0], y0 + box[1]
-
-
-def _spot_cost(rects: Sequence[Box], taken: Sequence[Sequence[Box]], height: float) -> float:
-    """Return how badly a label's boxes (one per plot width) leave the plot or overlap what is there."""
-    cost = 0.0
-    for rect, width, boxes in zip(rects, _PLOT_WIDTHS, taken, strict=True):
-        outside = max(0.0, -rect[0]) + max(0.0, rect[2] - width) + max(0.0, -rect[1]) + max(0.0, rect[3] - height)
-        cost += outside * 1000 + sum(_overlap(rect, t) for t in boxes)
-    return cost
-
-
-def _point_labels(fig: go.Figure, items: Sequence[tuple[list[str], float, float]],
-                  ridge: tuple[float, float] | None) -> list[dict[str, Any]]:
-    """Return annotations naming the predicted points (and the ridge), laid out so that no two texts overlap.
-
-    Points whose markers touch share one label listing their names. Each label goes to the nearest spot
-    around its point that, at every plot width in ``_PLOT_WIDTHS``, stays inside the plot and clear of the
-    labels placed before, the markers and the 'none recorded' banner (else to the spot that overlaps
-    least), with a thin leader line to its point.
-    """
-    height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
-    clusters = _clusters(items, fig)
-    taken: list[list[Box]] = []
-    for width in _PLOT_WIDTHS:  # the banner and the markers themselves
-        px = [_to_px(fig, x, y, width) for _, x, y in clusters]
-        taken.append(_banner_box(fig, width) + [(a - 8, b - 8, a + 8, b + 8) for a, b in px])
-    todo = [(_label_text(n), x, y, "#444444", "point-label") for n, x, y in sorted(clusters, key=lambda c: c[1])]
-    if ridge:  # last: the points' names get the nearest spots
-        todo.append((f"ridge {ridge[0]:.0f} FLOP/B", ridge[0], ridge[1], _ROOF, "ridge"))
-    out = []
-    for text, x, y, color, name in todo:
-        w, h = _text_box(text, _LABEL_FONT)
-        anchors = [_to_px(fig, x, y, width) for width in _PLOT_WIDTHS]
-        best = None
-        for i, spot in enumerate(_SPOTS):
-            rects = [_spot_box(a, spot, (w + 6, h + 4)) for a in anchors]
-            cost = _spot_cost(rects, taken, height)
-            if best is None or (cost, i) < best[0]:
-                best = ((cost, i), spot, rects)
-            if cost == 0:
-                break
-        _, (ax, ay, xanchor, yanchor), rects = best
-        for boxes, rect in zip(taken, rects, strict=True):
-            boxes.append(rect)
-        out.append(dict(
-            x=math.log10(x), y=math.log10(y), xref="x", yref="y", text=text, name=name, showarrow=True,
-            ax=ax, ay=ay, xanchor=xanchor, yanchor=yanchor, arrowhead=0, arrowwidth=1, arrowcolor="#666666",
-            standoff=7, align="left", font=dict(size=_LABEL_FONT, color=color),
-            bgcolor="rgba(255, 255, 255, 0.85)", borderpad=2,
-        ))
-    return out
 
 
 def roofline(
@@ -1006,7 +852,7 @@ def save_html(fig: go.Figure, path: str | Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# explorer
+# widgets
 
 
 def _sync(widget: go.FigureWidget, fig: go.Figure) -> None:
@@ -1030,263 +876,11 @@ def _sync(widget: go.FigureWidget, fig: go.Figure) -> None:
         widget.layout.margin = fig.layout.margin
 
 
-def _call_count(fn: Any, shape: Mapping[str, int], dtype: Any) -> float | None:
-    """Return ``fn(**shape, dtype=dtype)`` as a float (without ``dtype`` if ``fn`` takes none); None if no ``fn``."""
-    if not callable(fn):
-        return None
-    try:
-        params = inspect.signature(fn).parameters.values()
-        takes_dtype = any(p.name == "dtype" or p.kind is p.VAR_KEYWORD for p in params)
-    except (TypeError, ValueError):  # a builtin without a signature: pass it
-        takes_dtype = True
-    out = fn(**shape, dtype=dtype) if takes_dtype else fn(**shape)
-    return None if out is None else float(out)
+def __getattr__(name: str) -> Any:
+    # Notebook 04 calls wb.plots.routing_explorer: the widget lives in workbench.explorers (which imports this
+    # module, so it is fetched on first use rather than at import).
+    if name == "routing_explorer":
+        from workbench.explorers import routing_explorer
 
-
-NAPKIN_LABEL = "napkin bound, not a measurement:<br>compulsory bytes / copy bandwidth, FLOPs / peak"
-
-
-def _napkin_bound(spec: hardware.DeviceSpec | None, dtype: Any, sizes: Sequence[Any],
-                  shape_fn: Callable[[Any], Mapping[str, int]], flops_fn: Callable[..., float] | None,
-                  bytes_fn: Callable[..., float] | None, metric: str) -> go.Scatter:
-    """Return the op's best possible throughput at each size as a dashed line (no variant, nothing measured).
-
-    Time >= the op's compulsory bytes / the device's copy bandwidth and >= its FLOPs / the dtype's dense peak,
-    from :mod:`workbench.hardware`: the traffic model with every byte moved once. At a GPU benchmark's sizes the
-    emulators are too slow to count a real kernel's traffic, so this is the ceiling a kernel can approach.
-    """
-    spec = spec or hardware.DEVICES[hardware.DEFAULT_DEVICE]
-    bw, bw_what, peak = _model_ceilings(spec, hardware.canonical_dtype(dtype))
-    xs, ys, hover = [], [], []
-    for size in sizes:
-        shape = dict(shape_fn(size))
-        fl = _call_count(flops_fn, shape, dtype) or 0.0
-        by = _call_count(bytes_fn, shape, dtype) or 0.0
-        t = max(by / (bw * 1e9), fl / (peak * 1e12) if peak else 0.0)
-        if t <= 0 or not isinstance(size, (int, float)):
-            continue
-        xs.append(size)
-        ys.append(fl / t / 1e12 if metric == "tflops" else by / t / 1e9)
-        hover.append(f"{_shape_str(shape)}: at best {t * 1e6:.3g} µs on {spec.name} ({bw_what})")
-    return go.Scatter(x=xs, y=ys, mode="lines", name="napkin bound", line=dict(color=_ROOF, width=1.5, dash="dash"),
-                      hovertext=hover, hoverinfo="text", legendgroup="napkin", legendgrouptitle_text=NAPKIN_LABEL)
-
-
-def explorer(
-    op: str,
-    variants: Sequence[Any],
-    flops_fn: Callable[..., float] | None,
-    bytes_fn: Callable[..., float] | None,
-    sizes: Sequence[Any],
-    dtypes: Sequence[Any],
-    shape_fn: Callable[[Any], Mapping[str, int]],
-    records: Iterable[Mapping[str, Any]] | None = None,
-    device: hardware.DeviceSpec | str | None = None,
-    *,
-    metric: str = "tflops",
-) -> Any:
-    """Build an interactive roofline + throughput explorer for one op; return an ``ipywidgets.VBox``.
-
-    Controls: a variant multi-select, a dtype dropdown and a size slider (over ``sizes``). Figure (a) is the
-    roofline at the chosen size and dtype with each selected variant's predicted point (intensity =
-    flops/bytes of ``shape_fn(size)``, from the variant's own ``.flops``/``.bytes``, else ``flops_fn`` /
-    ``bytes_fn``) and any recorded GPU measurements at that size and dtype. Figure (b) is recorded throughput
-    (``metric``) against size for the selected variants, or the "none recorded" message. Changing a control
-    updates both FigureWidgets in place. ``records=None`` loads ``results/`` for ``op``; emulated records are
-    excluded with a note. ``variants`` need ``.name``, ``.backend``, ``.idea``, ``.flops(**shape, dtype=)``
-    and ``.bytes(**shape, dtype=)``. The returned box exposes ``variant_select``, ``dtype_dropdown``,
-    ``size_slider``, ``figures`` (roofline, throughput), ``roofline_figure``, ``throughput_figure``, ``info``
-    and ``refresh()``.
-    """
-    import ipywidgets as widgets
-
-    from workbench.results import load_recorded
-
-    _check_metric(metric)
-    if not variants:
-        raise ValueError(f"explorer({op!r}): expected at least one variant")
-    if not sizes or not dtypes:
-        raise ValueError(f"explorer({op!r}): expected non-empty sizes and dtypes, got {sizes!r} / {dtypes!r}")
-    names = [v.name for v in variants]
-    if len(set(names)) != len(names):
-        raise ValueError(f"explorer({op!r}): variant names must be unique, got {names}")
-    by_name = {v.name: v for v in variants}
-    for n in names:
-        variant_color(n)
-    if records is None:
-        records = load_recorded(op)
-    real, base_notes = _prepare(records)
-    real = [r for r in real if r["op"] == op] if real else real
-    shape_to_size = {tuple(sorted(dict(shape_fn(s)).items())): s for s in sizes}
-
-    def size_of(rec: Mapping[str, Any]) -> Any:
-        return shape_to_size.get(tuple(sorted(rec["shape"].items())))
-
-    variant_select = widgets.SelectMultiple(
-        options=names, value=tuple(names), rows=min(max(len(names), 2), 8), description="variants",
-        layout=widgets.Layout(width="340px"),
-    )
-    dtype_dropdown = widgets.Dropdown(
-        options=[(hardware.canonical_dtype(d), d) for d in dtypes], value=dtypes[0], description="dtype",
-    )
-    size_slider = widgets.SelectionSlider(
-        options=list(sizes), value=list(sizes)[len(sizes) // 2], description="size",
-        continuous_update=False, layout=widgets.Layout(width="420px"),
-    )
-    info = widgets.HTML()
-
-    def build() -> tuple[go.Figure, go.Figure, str]:
-        dtype = dtype_dropdown.value
-        dname = hardware.canonical_dtype(dtype)
-        size = size_slider.value
-        shape = dict(shape_fn(size))
-        chosen = list(variant_select.value)
-        notes = list(base_notes)
-        here = [r for r in real if r["dtype"] == dname and r["variant"] in chosen]
-        spec = _resolve_device(device, here or real, notes)
-        points, rows = [], []
-        for n in chosen:
-            v = by_name[n]
-            fl = _call_count(getattr(v, "flops", None), shape, dtype)
-            by = _call_count(getattr(v, "bytes", None), shape, dtype)
-            fl = fl if fl is not None else _call_count(flops_fn, shape, dtype)
-            by = by if by is not None else _call_count(bytes_fn, shape, dtype)
-            if not fl or not by:
-                notes.append(f"{n}: no FLOP or byte count at {_shape_str(shape)}, so no prediction.")
-                continue
-            note = ""
-            if spec is not None:
-                try:
-                    t_c = fl / (hardware.peak_tflops(spec, dtype) * 1e12)
-                except ValueError:
-                    t_c = 0.0
-                t_m = by / (spec.bandwidth_gbs * 1e9)
-                note = f"napkin time ≈ {max(t_c, t_m) * 1e6:.3g} µs"
-            points.append({"label": n, "intensity": fl / by, "predicted": True, "note": note})
-            rows.append(
-                f"<tr><td><b style='color:{variant_color(n)}'>{n}</b></td><td>{v.backend}</td>"
-                f"<td>{fl:.3g}</td><td>{by:.3g}</td><td>{fl / by:.3g}</td><td>{note}</td>"
-                f"<td>{getattr(v, 'idea', '')}</td></tr>"
-            )
-        at_size = [r for r in here if dict(r["shape"]) == shape]
-        roof = _roofline(at_size, notes, spec, dname, points, tf32=False, op=op, title=None, slots=names)
-        sized = [r for r in here if size_of(r) is not None]
-        thr = _throughput(
-            sized, list(base_notes), metric, x_of=size_of, xlabel="size", title=None, op=op,
-            slots=names, marker_x=size if isinstance(size, (int, float)) else None,
-        )
-        # Nothing measured: the napkin bound over the sizes, so that the figure is not empty (always one trace,
-        # hidden beside measurements: the widget updates its traces in place).
-        bound = _napkin_bound(spec, dtype, sizes, shape_fn, flops_fn, bytes_fn, metric)
-        thr.add_trace(bound)
-        thr.data[-1].visible = not sized
-        if not sized and bound.x:  # the axes the bound is read against
-            thr.update_xaxes(showticklabels=True, type="log" if _spread(list(bound.x)) >= 8 else None)
-            thr.update_yaxes(showticklabels=True, rangemode="tozero")
-            thr.update_layout(showlegend=True)
-        table = (
-            f"<b>{op}</b> at size {size} ({_shape_str(shape)}), {dname}"
-            "<table style='font-size:12px'><tr><th>variant</th><th>backend</th><th>FLOPs</th><th>bytes</th>"
-            "<th>FLOP/B</th><th>prediction</th><th>idea</th></tr>" + "".join(rows) + "</table>"
-        )
-        return roof, thr, table
-
-    roof0, thr0, table0 = build()
-    roof_fig = go.FigureWidget(roof0)
-    thr_fig = go.FigureWidget(thr0)
-    info.value = table0
-
-    def refresh(*_: Any) -> None:
-        roof, thr, table = build()
-        _sync(roof_fig, roof)
-        _sync(thr_fig, thr)
-        info.value = table
-
-    for w in (variant_select, dtype_dropdown, size_slider):
-        w.observe(refresh, names="value")
-
-    controls = widgets.HBox([variant_select, widgets.VBox([dtype_dropdown, size_slider])])
-    box = widgets.VBox([controls, info, roof_fig, thr_fig])
-    box.variant_select = variant_select
-    box.dtype_dropdown = dtype_dropdown
-    box.size_slider = size_slider
-    box.roofline_figure = roof_fig
-    box.throughput_figure = thr_fig
-    box.figures = (roof_fig, thr_fig)
-    box.info = info
-    box.refresh = refresh
-    return box
-
-
-# ---------------------------------------------------------------------------------------------------------
-# routing explorer
-
-
-def _check_routing_args(T: Any, E: Any, top_k: Any, seed: Any, skew: Any, max_skew: Any) -> None:
-    """Raise ValueError naming routing_explorer when an argument is not what it expects."""
-    for name, v in (("T", T), ("E", E), ("top_k", top_k), ("seed", seed)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "seed" else 1):
-            raise ValueError(f"routing_explorer: {name} must be an int >= {0 if name == 'seed' else 1}, got {v!r}")
-    if top_k > E:
-        raise ValueError(f"routing_explorer: top_k must be in [1, E={E}], got {top_k}")
-    for name, v in (("skew", skew), ("max_skew", max_skew)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-            raise ValueError(f"routing_explorer: {name} must be a finite number >= 0, got {v!r}")
-    if skew > max_skew:
-        raise ValueError(f"routing_explorer: skew must be <= max_skew={max_skew}, got {skew}")
-
-
-def routing_explorer(T: int = 4096, E: int = 64, top_k: int = 8, seed: int = 0, *, skew: float = 2.0,
-                     max_skew: float = 4.0) -> Any:
-    """Build a slider over router skew and a bar chart of tokens per expert; return an ``ipywidgets.VBox``.
-
-    ``T`` tokens are routed to their ``top_k`` of ``E`` experts (softmax, then top-k, as the moe contract routes)
-    from seeded standard-normal logits: once as they are (a uniform router), once with a learned-looking bias
-    ``skew * (1 - e / (E - 1))^3`` added to expert e's logit (strongest for the first experts). The imbalance factor
-    is the busiest expert's load over the mean load (1 for a perfectly balanced router): the busiest expert sets the
-    pace of a grouped GEMM. Moving the slider (0 to ``max_skew``) redraws the skewed bars in place. The returned box
-    exposes ``skew_slider``, ``figure`` (the FigureWidget: trace 0 uniform, trace 1 skewed), ``info``,
-    ``loads(skew) -> (counts per expert, imbalance)``, ``imbalance(skew)`` and ``refresh()``.
-    """
-    import ipywidgets as widgets
-    import torch
-
-    _check_routing_args(T, E, top_k, seed, skew, max_skew)
-    base = torch.randn(T, E, generator=torch.Generator().manual_seed(seed))  # the uniform router's logits
-    popular = torch.linspace(1, 0, E) ** 3  # a learned-looking bias, strongest for the first experts
-
-    def loads(s: float) -> tuple[list[int], float]:
-        probs = torch.softmax(base + float(s) * popular, dim=-1)
-        counts = torch.bincount(torch.topk(probs, top_k, dim=-1).indices.reshape(-1), minlength=E)
-        return counts.tolist(), counts.max().item() / counts.float().mean().item()
-
-    c0, imb0 = loads(0.0)
-    fig = go.FigureWidget(layout=dict(barmode="overlay", height=360, xaxis_title="expert",
-                                      yaxis_title="(token, expert) slots",
-                                      title=f"Tokens per expert: T={T}, E={E}, top-{top_k}"))
-    fig.add_bar(x=list(range(E)), y=c0, name=f"uniform router (max/mean {imb0:.2f})", opacity=0.6)
-    fig.add_bar(x=list(range(E)), y=c0, name="skewed router", opacity=0.6)
-    step = max_skew / 8 if max_skew > 0 else 0.5
-    slider = widgets.FloatSlider(value=float(skew), min=0.0, max=float(max_skew), step=step,
-                                 description="router skew", continuous_update=False)
-    info = widgets.HTML()
-
-    def refresh(*_: Any) -> None:
-        counts, imb = loads(slider.value)
-        with fig.batch_update():
-            fig.data[1].y = counts
-            fig.data[1].name = f"skewed router (max/mean {imb:.2f})"
-        mean = T * top_k / E
-        info.value = (f"busiest expert: {max(counts)} slots, mean {mean:.0f}: imbalance <b>{imb:.2f}</b>; "
-                      f"experts with no token: {sum(c == 0 for c in counts)}")
-
-    slider.observe(refresh, names="value")
-    refresh()
-    box = widgets.VBox([slider, info, fig])
-    box.skew_slider = slider
-    box.figure = fig
-    box.info = info
-    box.loads = loads
-    box.imbalance = lambda s: loads(s)[1]
-    box.refresh = refresh
-    return box
+        return routing_explorer
+    raise AttributeError(f"module 'workbench.plots' has no attribute {name!r}")

@@ -69,7 +69,7 @@ def explore(op: str, names: Sequence[str] | None = None, records: list[dict] | N
     Sizes are the op's GPU benchmark shapes; each selected variant appears at its napkin-math intensity, and
     recorded real-GPU results from ``results/`` appear as measured points. Emulated times are never plotted.
     """
-    from workbench.plots import explorer
+    from workbench.explorers import explorer
 
     spec = get_op(op)
     vs = [v for v in variants(op) if names is None or v.name in names]
