@@ -10,6 +10,8 @@ A variant file says *what* it launches; this module says *how*, once for all of 
   ``-DWB_ONLY_DT`` option of ``kernels/include/kernel_helpers.cuh`` that compiles just one of them.
 * :func:`tuned` wraps a Triton kernel: autotuned over the GPU configs on a GPU (split by dtype and pruned by what
   fits), one fixed config under the interpreter, whose times say nothing about a GPU.
+* :func:`triton_spec` is a Triton kernel's ``wb.inspect`` spec, its signature derived from the kernel's parameters
+  (``*_ptr`` pointers, ints, ``tl.constexpr``) and the launch's constexprs, warps and stages.
 * :func:`is_aligned`, :func:`pow2_threads`, :func:`per_16_bytes` and :func:`smem_per_block` (the opt-in shared
   memory per block, from the arch table in ``workbench/cuda/arch.py``) are the small facts launchers share.
 
@@ -20,7 +22,7 @@ are launched, not part of the learner-facing ``wb.*`` API, and it depends on not
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +119,65 @@ def _by_dtype(fp32_configs: Sequence[triton.Config], dtype_arg: str | None,
         return prune(pool, named_args, **kw) if prune is not None else pool
 
     return early
+
+
+def triton_spec(kernel: Any, dtype: torch.dtype | str = torch.float32, *, types: Mapping[str, Any] | None = None,
+                num_warps: int = 4, num_stages: int = 3, divisible_ints: Sequence[str] | None = None,
+                **constexprs: Any) -> dict:
+    """Return the ``wb.inspect`` spec of a launch of ``kernel`` with these constexprs, its signature derived.
+
+    The signature follows the kernel's parameters as a launch passes them: a ``tl.constexpr`` parameter takes its
+    value from ``constexprs`` (the launch's keywords; one left out must have a default), a parameter named
+    ``*_ptr`` is a pointer to ``dtype`` elements (a tensor), any other an ``i32`` (a Python int). ``types`` names
+    the exceptions: an element type (a torch dtype or Triton's name, ``"fp8e4nv"``) for a pointer to other
+    elements, ``float`` for an fp32 scalar. ``divisible_ints`` names the only integers a launch passes as multiples
+    of 16, beside every pointer (``wb.inspect``'s default marks every integer). A name the kernel does not have, or
+    a constexpr left without a value, raises TypeError.
+    """
+    from triton.runtime.jit import JITFunction
+
+    params = (kernel if isinstance(kernel, JITFunction) else JITFunction(kernel.fn)).params  # interpreter: .fn
+    types = dict(types or {})
+    scalars = {p.name for p in params if not p.is_constexpr}
+    const = {p.name for p in params if p.is_constexpr}
+    problems = []
+    if set(types) - scalars:
+        problems.append(f"types names {sorted(set(types) - scalars)}, not among its arguments {sorted(scalars)}")
+    if set(constexprs) - const:
+        problems.append(f"{sorted(set(constexprs) - const)} are not among its tl.constexpr parameters {sorted(const)}")
+    ints = {p.name for p in params if not p.is_constexpr and not p.name.endswith("_ptr")}
+    if set(divisible_ints or ()) - ints:
+        problems.append(f"divisible_ints names {sorted(set(divisible_ints or ()) - ints)}, not among its integers")
+    unset = [p.name for p in params if p.is_constexpr and p.name not in constexprs and not p.has_default]
+    if unset:
+        problems.append(f"the tl.constexpr parameters {unset} need a value")
+    if problems:
+        raise TypeError(f"triton_spec({kernel.fn.__name__}): " + "; ".join(problems))
+    sig = {}
+    for p in params:
+        if p.is_constexpr:
+            sig[p.name] = "constexpr"
+        elif p.name.endswith("_ptr"):
+            sig[p.name] = "*" + _triton_type(types.get(p.name, dtype))
+        else:
+            sig[p.name] = _triton_type(types.get(p.name, int))
+    spec = {"kind": "triton", "fn": kernel, "signature": sig, "constexprs": constexprs, "num_warps": num_warps,
+            "num_stages": num_stages}
+    if divisible_ints is not None:
+        spec["divisible_by_16"] = [k for k, v in sig.items() if v.startswith("*")] + list(divisible_ints)
+    return spec
+
+
+def _triton_type(t: Any) -> str:
+    """Return Triton's name of an element type: a torch dtype, a Triton or torch name, int (i32) or float (fp32)."""
+    from triton.runtime.jit import type_canonicalisation_dict
+
+    if isinstance(t, torch.dtype):
+        t = str(t).removeprefix("torch.")
+    t = {int: "i32", float: "fp32"}.get(t, t)
+    if t not in type_canonicalisation_dict:
+        raise TypeError(f"triton_spec: {t!r} is no Triton element type (a torch dtype, 'fp16', 'fp8e4nv', int, float)")
+    return type_canonicalisation_dict[t]
 
 
 def dot_precision(dtype: torch.dtype) -> str:

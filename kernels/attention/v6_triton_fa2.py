@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import dot_precision, smem_per_block, tuned
+from kernels._launch import dot_precision, smem_per_block, triton_spec, tuned
 from kernels.attention.reference import validate
 from workbench import OpError, empty, register
 
@@ -203,12 +203,9 @@ def inspect_spec(dtype: str = "fp16", head_dim: int = 128, causal: bool = False,
                  ) -> dict:
     """Return the workbench.inspect spec of the forward kernel for one GPU config (default: 128x64, 8 warps)."""
     c = config or CONFIGS[1]
-    return {"kind": "triton", "fn": fa2_fwd_kernel,
-            "signature": {"q_ptr": f"*{dtype}", "k_ptr": f"*{dtype}", "v_ptr": f"*{dtype}", "o_ptr": f"*{dtype}",
-                          "lse_ptr": "*fp32", "Sq": "i32", "Sk": "i32", "qk_scale": "fp32"},
-            "constexprs": {"CAUSAL": causal, "HEAD_D": head_dim, **c.kwargs,
-                           "PRECISION": "ieee" if dtype == "fp32" else "tf32"},
-            "num_warps": c.num_warps, "num_stages": c.num_stages}
+    return triton_spec(fa2_fwd_kernel, dtype, types={"lse_ptr": torch.float32, "qk_scale": float}, CAUSAL=causal,
+                       HEAD_D=head_dim, **c.kwargs, PRECISION="ieee" if dtype == "fp32" else "tf32",
+                       num_warps=c.num_warps, num_stages=c.num_stages)
 
 
 @register("attention", "triton_fa2", backend="triton", supports=_supports, inspect_spec=inspect_spec,

@@ -34,7 +34,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import dot_precision, smem_per_block, tuned
+from kernels._launch import dot_precision, smem_per_block, triton_spec, tuned
 from kernels.attention_bwd.reference import validate
 from workbench import OpError, empty, empty_like, register
 
@@ -282,26 +282,16 @@ def fa2_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Ten
     return dq, dk, dv
 
 
-def _signature(dtype: str, dq: bool) -> dict:
-    ptrs = ["q_ptr", "k_ptr", "v_ptr", "do_ptr"]
-    sig = {p: f"*{dtype}" for p in ptrs}
-    sig.update({"lse_ptr": "*fp32", "delta_ptr": "*fp32"})
-    sig.update({"dq_ptr": f"*{dtype}"} if dq else {"dk_ptr": f"*{dtype}", "dv_ptr": f"*{dtype}"})
-    sig.update({"Sq": "i32", "Sk": "i32", "sm_scale": "fp32"})
-    return sig
-
-
 def inspect_spec(kernel: str = "dkdv", dtype: str = "fp16", head_dim: int = 128, causal: bool = False,
                  config: triton.Config | None = None) -> dict:
     """Return the workbench.inspect spec of the dK/dV (default) or dQ kernel for one GPU config."""
     if kernel not in ("dkdv", "dq"):
         raise ValueError(f"{OP}/triton_fa2_bwd: kernel must be 'dkdv' or 'dq', got {kernel!r}")
     c = config or (DKDV_CONFIGS[0] if kernel == "dkdv" else DQ_CONFIGS[0])
-    return {"kind": "triton", "fn": fa2_bwd_dkdv if kernel == "dkdv" else fa2_bwd_dq,
-            "signature": _signature(dtype, kernel == "dq"),
-            "constexprs": {"CAUSAL": causal, "HEAD_D": head_dim, **c.kwargs,
-                           "PRECISION": "ieee" if dtype == "fp32" else "tf32"},
-            "num_warps": c.num_warps, "num_stages": c.num_stages}
+    return triton_spec(fa2_bwd_dkdv if kernel == "dkdv" else fa2_bwd_dq, dtype,
+                       types={"lse_ptr": torch.float32, "delta_ptr": torch.float32, "sm_scale": float},
+                       CAUSAL=causal, HEAD_D=head_dim, **c.kwargs, PRECISION="ieee" if dtype == "fp32" else "tf32",
+                       num_warps=c.num_warps, num_stages=c.num_stages)
 
 
 @register(OP, "triton_fa2_bwd", backend="triton", supports=_supports, inspect_spec=inspect_spec,

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import dot_precision, tuned
+from kernels._launch import dot_precision, triton_spec, tuned
 from kernels._triton_tiles import grouped_tile
 from kernels.gemm.reference import output, tma_supports
 from workbench import register
@@ -41,10 +41,7 @@ TILE = {"BM": 64, "BN": 64, "BK": 32}  # 64x64 tile: 8 KiB of fp16 operands per 
 
 
 def _tile_spec() -> dict:
-    return {"kind": "triton", "fn": tile_kernel,
-            "signature": {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-                          "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "PRECISION": "constexpr"},
-            "constexprs": {**TILE, "PRECISION": "tf32"}, "num_warps": 4, "num_stages": 2}
+    return triton_spec(tile_kernel, torch.float16, **TILE, PRECISION="tf32", num_warps=4, num_stages=2)
 
 
 @register("gemm", "triton_tile", backend="triton", inspect_spec=_tile_spec,
@@ -94,11 +91,8 @@ def _grouped_cfg(dtype: torch.dtype) -> dict:
 
 
 def _grouped_spec() -> dict:
-    return {"kind": "triton", "fn": grouped_kernel,
-            "signature": {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-                          "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "GROUP_M": "constexpr",
-                          "PRECISION": "constexpr"},
-            "constexprs": {**_grouped_cfg(torch.float16), "PRECISION": "tf32"}, "num_warps": 8, "num_stages": 3}
+    return triton_spec(grouped_kernel, torch.float16, **_grouped_cfg(torch.float16), PRECISION="tf32", num_warps=8,
+                       num_stages=3)
 
 
 @register("gemm", "triton_grouped", backend="triton", inspect_spec=_grouped_spec,
@@ -177,11 +171,7 @@ PERSISTENT = {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8}  # 3 stages x 48 KiB
 
 
 def _persistent_spec() -> dict:
-    return {"kind": "triton", "fn": persistent_tma_kernel,
-            "signature": {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "M": "i32", "N": "i32",
-                          "K": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
-                          "GROUP_M": "constexpr", "NUM_SMS": "constexpr"},
-            "constexprs": {**PERSISTENT, "NUM_SMS": 132}, "num_warps": 8, "num_stages": 3}
+    return triton_spec(persistent_tma_kernel, torch.bfloat16, **PERSISTENT, NUM_SMS=132, num_warps=8, num_stages=3)
 
 
 _allocator_set = False

@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from kernels._triton_tiles import grouped_tile, load_tile
 from workbench import empty, register
 
@@ -39,12 +40,9 @@ def _spec() -> dict:
     # is what makes the rows 16-byte loads (LDGSTS.128 through cp.async). Without that mark the compile shows
     # byte loads, no pipeline and 2 KB of spills (255 registers) that a real launch does not have; with it:
     # 189 registers, 0 spills, 3 x 48 KiB stages, QGMMA (sm_90, Triton 3.7).
-    sig = {"a_ptr": "*fp8e4nv", "bt_ptr": "*fp8e4nv", "c_ptr": "*bf16", "sa_ptr": "*fp32", "sb_ptr": "*fp32",
-           "M": "i32", "N": "i32", "K": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
-           "GROUP_M": "constexpr"}
-    return {"kind": "triton", "fn": fp8_kernel, "signature": sig,
-            "divisible_by_16": [k for k, v in sig.items() if v.startswith("*")] + ["N", "K"],
-            "constexprs": dict(CFG), "num_warps": 8, "num_stages": 3}
+    return triton_spec(fp8_kernel, torch.float8_e4m3fn,
+                       types={"c_ptr": torch.bfloat16, "sa_ptr": torch.float32, "sb_ptr": torch.float32},
+                       divisible_ints=["N", "K"], **CFG, num_warps=8, num_stages=3)
 
 
 @register("gemm_fp8", "triton_fp8_hopper", backend="triton", gpu_only=True, inspect_spec=_spec,

@@ -49,7 +49,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import dot_precision, smem_per_block, tuned
+from kernels._launch import dot_precision, smem_per_block, triton_spec, tuned
 from kernels._routing import align_routed, check_routed, route, routing_supports
 from kernels._triton_tiles import grouped_tile
 from workbench import MODE, empty, register
@@ -255,7 +255,8 @@ def fused_moe(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, topk_weights:
 
 
 # -------------------------------------------------------------------------------------------------- inspection
-_TL = {"fp32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}
+_DTYPES = ("fp32", "fp16", "bf16")
+_INDEX = {"sorted_ids_ptr": torch.int32, "expert_ids_ptr": torch.int32, "n_padded_ptr": torch.int32}
 
 
 def inspect_spec(kernel: str = "gate_up", dtype: str = "fp16", block_m: int = 64, config: triton.Config | None = None
@@ -267,24 +268,18 @@ def inspect_spec(kernel: str = "gate_up", dtype: str = "fp16", block_m: int = 64
     """
     if kernel not in ("gate_up", "down"):
         raise ValueError(f"moe/triton_fused: kernel must be 'gate_up' or 'down', got {kernel!r}")
-    if dtype not in _TL:
-        raise ValueError(f"moe/triton_fused: dtype must be one of {sorted(_TL)}, got {dtype!r}")
+    if dtype not in _DTYPES:
+        raise ValueError(f"moe/triton_fused: dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
     c = config or (FP32_CONFIGS[0] if dtype == "fp32" else CONFIGS[1])
-    p = _TL[dtype]
-    ints = {"n_slots": "i32", "d": "i32", "I": "i32", "n_blocks": "i32"}
-    idx = {"sorted_ids_ptr": "*i32", "expert_ids_ptr": "*i32", "n_padded_ptr": "*i32"}
     if kernel == "gate_up":
-        fn, sig = moe_gate_up_kernel, {"x_ptr": p, "w1_ptr": p, "a_ptr": p, **idx, **ints}
+        fn, types = moe_gate_up_kernel, _INDEX
     else:
-        fn, sig = moe_down_kernel, {"a_ptr": p, "w2_ptr": p, "out_ptr": "*fp32", "topk_w_ptr": "*fp32", **idx,
-                                    **ints}
+        fn, types = moe_down_kernel, {**_INDEX, "out_ptr": torch.float32, "topk_w_ptr": torch.float32}
     # As launched for a real layer (d = 4096, I = 14336): Triton specialises integer arguments divisible by 16, and
     # knowing the row strides d and I are multiples of 16 is what lets it vectorise the tile loads (16 B per thread).
-    div16 = [k for k, v in sig.items() if v.startswith("*")] + ["d", "I"]
-    return {"kind": "triton", "fn": fn, "signature": sig, "divisible_by_16": div16,
-            "constexprs": {"TOP_K": 2, "BLOCK_M": block_m, **c.kwargs,
-                           "PRECISION": "ieee" if dtype == "fp32" else "tf32"},
-            "num_warps": c.num_warps, "num_stages": c.num_stages}
+    return triton_spec(fn, dtype, types=types, divisible_ints=["d", "I"], TOP_K=2, BLOCK_M=block_m, **c.kwargs,
+                       PRECISION="ieee" if dtype == "fp32" else "tf32", num_warps=c.num_warps,
+                       num_stages=c.num_stages)
 
 
 @register("moe", "triton_fused", backend="triton", supports=routing_supports("moe/triton_fused"),

@@ -27,6 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from kernels.moe_align.reference import empty_outputs
 from workbench import MODE, register
 
@@ -96,16 +97,9 @@ def _spec(which: str = "place", e: int = 256) -> dict:
     """Return the wb.inspect spec (GPU tiles) of kernel ``which``, "count" or "place" (default), for ``e`` experts."""
     block_e, block_b = tiles(e, GPU_SCAN_TILE)
     if which == "count":
-        return {"kind": "triton", "fn": align_count_kernel,
-                "signature": {"ids_ptr": "*i32", "counts_ptr": "*i32", "sorted_ptr": "*i32", "n": "i32", "E": "i32",
-                              "P": "i32"},
-                "constexprs": {"BLOCK_N": BLOCK_N, "BLOCK_E": block_e}, "num_warps": 4, "num_stages": 1}
-    return {"kind": "triton", "fn": align_place_kernel,
-            "signature": {"ids_ptr": "*i32", "counts_ptr": "*i32", "fill_ptr": "*i32", "sorted_ptr": "*i32",
-                          "expert_ids_ptr": "*i32", "n_padded_ptr": "*i32", "n": "i32", "E": "i32", "block": "i32",
-                          "nb": "i32"},
-            "constexprs": {"BLOCK_N": BLOCK_N, "BLOCK_E": block_e, "BLOCK_B": block_b}, "num_warps": 4,
-            "num_stages": 1}
+        return triton_spec(align_count_kernel, torch.int32, BLOCK_N=BLOCK_N, BLOCK_E=block_e, num_stages=1)
+    return triton_spec(align_place_kernel, torch.int32, BLOCK_N=BLOCK_N, BLOCK_E=block_e, BLOCK_B=block_b,
+                       num_stages=1)
 
 
 def run(topk_ids: torch.Tensor, E: int, block: int, place=align_place_kernel  # noqa: N803

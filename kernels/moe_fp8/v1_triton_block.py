@@ -35,7 +35,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._launch import smem_per_block, tuned
+from kernels._launch import smem_per_block, triton_spec, tuned
 from kernels._routing import align_routed, check_routed, route, routing_supports
 from kernels._triton_tiles import grouped_tile
 from kernels.moe_fp8.reference import FP8, GROUP, groups
@@ -301,30 +301,22 @@ def inspect_spec(kernel: str = "gate_up", block_m: int = 64, config: triton.Conf
     Defaults: gate/up ``GATE_UP_CONFIGS[0]`` (8 warps, 3 stages) and down ``DOWN_CONFIGS[0]`` (BLOCK_N 128, 4 warps,
     4 stages) at BLOCK_M 64 (prefill); ``block_m=16`` is the decode tile.
     """
-    idx = {"sorted_ids_ptr": "*i32", "expert_ids_ptr": "*i32", "n_padded_ptr": "*i32"}
-    ints = {"n_slots": "i32", "d": "i32", "I": "i32", "n_blocks": "i32"}
+    f32, i32, fp8 = torch.float32, torch.int32, torch.float8_e4m3fn
+    idx = {"sorted_ids_ptr": i32, "expert_ids_ptr": i32, "n_padded_ptr": i32}
     if kernel == "quant":
-        sig = {"x_ptr": "*bf16", "q_ptr": "*fp8e4nv", "s_ptr": "*fp32", "R": "i32", "C": "i32", "G": "i32"}
-        return {"kind": "triton", "fn": quant_groups_kernel, "signature": sig,
-                "divisible_by_16": ["x_ptr", "q_ptr", "s_ptr", "C"], "constexprs": {"BLOCK_R": 4, "GROUP": GROUP},
-                "num_warps": 4, "num_stages": 1}
+        return triton_spec(quant_groups_kernel, torch.bfloat16, types={"q_ptr": fp8, "s_ptr": f32},
+                           divisible_ints=["C"], BLOCK_R=4, GROUP=GROUP, num_warps=4, num_stages=1)
     if kernel == "gate_up":
         c = config or GATE_UP_CONFIGS[0]
-        fn = moe_fp8_gate_up_kernel
-        sig = {"xq_ptr": "*fp8e4nv", "xs_ptr": "*fp32", "w1q_ptr": "*fp8e4nv", "w1s_ptr": "*fp32",
-               "aq_ptr": "*fp8e4nv", "as_ptr": "*fp32", **idx, **ints}
+        fn, types = moe_fp8_gate_up_kernel, {"xs_ptr": f32, "w1s_ptr": f32, "as_ptr": f32, **idx}
     elif kernel == "down":
         c = config or DOWN_CONFIGS[0]
-        fn = moe_fp8_down_kernel
-        sig = {"aq_ptr": "*fp8e4nv", "as_ptr": "*fp32", "w2q_ptr": "*fp8e4nv", "w2s_ptr": "*fp32",
-               "out_ptr": "*fp32", "topk_w_ptr": "*fp32", **idx, **ints}
+        fn, types = moe_fp8_down_kernel, {"as_ptr": f32, "w2s_ptr": f32, "out_ptr": f32, "topk_w_ptr": f32, **idx}
     else:
         raise ValueError(f"moe_fp8/triton_block: kernel must be 'gate_up', 'down' or 'quant', got {kernel!r}")
     # As launched for a real layer: d and I multiples of 16 let Triton vectorise the row loads (16 B per thread).
-    div16 = [k for k, v in sig.items() if v.startswith("*")] + ["d", "I"]
-    return {"kind": "triton", "fn": fn, "signature": sig, "divisible_by_16": div16,
-            "constexprs": {"TOP_K": 8, "BLOCK_M": block_m, "GROUP": GROUP, **c.kwargs, "DOT_F16": False},
-            "num_warps": c.num_warps, "num_stages": c.num_stages}
+    return triton_spec(fn, fp8, types=types, divisible_ints=["d", "I"], TOP_K=8, BLOCK_M=block_m, GROUP=GROUP,
+                       **c.kwargs, DOT_F16=False, num_warps=c.num_warps, num_stages=c.num_stages)
 
 
 # bf16_dot=False: bf16 is only x and the output here; the dots take e4m3 (GPU) or exact fp16 (interpreter) tiles.

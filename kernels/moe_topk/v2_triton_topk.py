@@ -20,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from kernels.moe_topk.reference import outputs
 from workbench import MODE, register
 
@@ -88,11 +89,8 @@ def _supports(shape: dict) -> str | None:
 def _spec(e: int = 256, top_k: int = 8, dtype: str = "bf16") -> dict:
     """Return the wb.inspect spec for ``e`` experts, ``top_k`` and logits of ``dtype`` (default DeepSeek-V3-like)."""
     bt, be, bk = tiles(e, top_k, GPU_TILE)
-    return {"kind": "triton", "fn": moe_topk_kernel,
-            "signature": {"x_ptr": f"*{dtype}", "w_ptr": "*fp32", "ids_ptr": "*i32", "T": "i32", "E": "i32",
-                          "top_k": "i32"},
-            "constexprs": {"RENORM": True, "BLOCK_T": bt, "BLOCK_E": be, "BLOCK_K": bk}, "num_warps": 4,
-            "num_stages": 1}
+    return triton_spec(moe_topk_kernel, dtype, types={"w_ptr": torch.float32, "ids_ptr": torch.int32}, RENORM=True,
+                       BLOCK_T=bt, BLOCK_E=be, BLOCK_K=bk, num_warps=4, num_stages=1)
 
 
 @register("moe_topk", "triton_topk", backend="triton", supports=_supports, inspect_spec=_spec,

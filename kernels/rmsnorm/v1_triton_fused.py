@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from workbench import empty_like, register
 
 MAX_N = 2**16  # longest row kept in registers
@@ -25,10 +26,7 @@ def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, M, N, eps, ROWS: tl.constexpr, BLOCK_N: 
 
 
 def _spec() -> dict:
-    return {"kind": "triton", "fn": rmsnorm_kernel,
-            "signature": {"x_ptr": "*fp32", "w_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32",
-                          "eps": "fp32", "ROWS": "constexpr", "BLOCK_N": "constexpr"},
-            "constexprs": {"ROWS": 2, "BLOCK_N": 4096}, "num_warps": 8, "num_stages": 1}
+    return triton_spec(rmsnorm_kernel, types={"eps": float}, ROWS=2, BLOCK_N=4096, num_warps=8, num_stages=1)
 
 
 def _supports(shape: dict) -> str | None:

@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from workbench import empty_like, register
 
 BLOCK_N = 4096  # elements per chunk: 16 KB of fp32 in flight per program
@@ -33,9 +34,7 @@ def softmax_online_kernel(x_ptr, y_ptr, N, BLOCK_N: tl.constexpr):
 
 
 def _spec() -> dict:
-    return {"kind": "triton", "fn": softmax_online_kernel,
-            "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "N": "i32", "BLOCK_N": "constexpr"},
-            "constexprs": {"BLOCK_N": BLOCK_N}, "num_warps": 8, "num_stages": 2}
+    return triton_spec(softmax_online_kernel, BLOCK_N=BLOCK_N, num_warps=8, num_stages=2)
 
 
 @register("softmax", "triton_online", backend="triton", inspect_spec=_spec,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from kernels._launch import tuned
+from kernels._launch import triton_spec, tuned
 from workbench import empty_like, register
 
 from .v9_triton_fused import softmax_fused_kernel
@@ -29,10 +29,7 @@ _online = tuned(softmax_online_kernel, ONLINE_CONFIGS, cpu_config=ONLINE_CONFIGS
 
 
 def _spec() -> dict:
-    return {"kind": "triton", "fn": softmax_fused_kernel,
-            "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32", "ROWS": "constexpr",
-                          "BLOCK_N": "constexpr"},
-            "constexprs": {"ROWS": 4, "BLOCK_N": 4096}, "num_warps": 8, "num_stages": 1}
+    return triton_spec(softmax_fused_kernel, ROWS=4, BLOCK_N=4096, num_warps=8, num_stages=1)
 
 
 @register("softmax", "triton_autotuned", backend="triton", inspect_spec=_spec,

@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from workbench import empty_like, register
 
 MAX_N = 2**15  # longest row kept in registers (128 KB of fp32 per program); longer rows: triton_online
@@ -34,10 +35,7 @@ def launch_params(n: int) -> tuple[int, int, int]:
 
 def _spec() -> dict:
     rows, block_n, warps = launch_params(4096)
-    return {"kind": "triton", "fn": softmax_fused_kernel,
-            "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32", "ROWS": "constexpr",
-                          "BLOCK_N": "constexpr"},
-            "constexprs": {"ROWS": rows, "BLOCK_N": block_n}, "num_warps": warps, "num_stages": 1}
+    return triton_spec(softmax_fused_kernel, ROWS=rows, BLOCK_N=block_n, num_warps=warps, num_stages=1)
 
 
 def _supports(shape: dict) -> str | None:

@@ -6,6 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from workbench import empty_like, register
 
 BLOCK = 1024  # elements per program: 4 KiB of fp32 per operand
@@ -22,8 +23,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def _spec() -> dict:
-    return {"kind": "triton", "fn": add_kernel, "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
-            "n": "i32", "BLOCK": "constexpr"}, "constexprs": {"BLOCK": BLOCK}, "num_warps": 4, "num_stages": 1}
+    return triton_spec(add_kernel, BLOCK=BLOCK, num_warps=4, num_stages=1)
 
 
 @register("vecadd", "triton_block", backend="triton", inspect_spec=_spec,
