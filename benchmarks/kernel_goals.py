@@ -17,9 +17,10 @@ FlashAttention (issue "Notebook 03"), bf16, TFLOP/s by the FA papers' count, aga
 - ``triton_fa2_bwd`` >= 0.70 of the fastest backward baseline (D = 128, S = 8k).
 
 Every variant is checked before it is timed (``workbench.bench``); an autotuned kernel is tuned once, at the goal
-shape, and checked with the config it chose (``workbench.goals.tuned_once``). Writes ``<gpu>-<date>-<op>.json``
-and ``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``, again after every measurement, so a run stopped by a
-time limit keeps what it measured (SIGTERM is caught: the goal file then notes where it stopped, exit status 143).
+shape, and checked with the config it chose (``workbench.benchmark_goals.tuned_once``). Writes
+``<gpu>-<date>-<op>.json`` and ``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``, again after every
+measurement, so a run stopped by a time limit keeps what it measured (SIGTERM is caught: the goal file then notes
+where it stopped, exit status 143).
 ``scripts/import-gpu-results.py`` copies them into ``results/`` after reading them. Without a GPU it refuses
 unless ``--smoke`` (cpu-mode sizes, torch variants only, nothing into ``results/``).
 
@@ -37,7 +38,7 @@ from pathlib import Path
 import torch
 
 import workbench as wb
-from workbench.goals import (
+from workbench.benchmark_goals import (
     COPY_BYTES,
     ROOT,
     GoalRun,

@@ -15,7 +15,7 @@ record, with no goal of the issue's: against the bf16 fused kernel, against a de
 at decode. It goes under ``fp8_stretch`` in the goal summary.
 
 Every variant is checked against the float64 reference before it is timed (``workbench.bench``); the autotuned
-kernels are tuned once per goal shape and checked with the config they chose (``workbench.goals.tuned_once``).
+kernels are tuned once per goal shape and checked with the config they chose (``workbench.benchmark_goals.tuned_once``).
 Writes two files: ``<out-dir>/<gpu>-<date>-moe.json``, the timed records (``results/README.md`` format, with
 provenance), and ``<out-dir>/goals/moe-<gpu>-<date>.json``, the measured ceilings and each goal's ratio, both again
 after every measurement (a run stopped by a time limit keeps what it measured; SIGTERM is noted, exit status 143).
@@ -37,7 +37,7 @@ import torch
 
 import workbench as wb
 from kernels.moe.reference import CPU_SCALE, model_shape, route
-from workbench.goals import (
+from workbench.benchmark_goals import (
     COPY_BYTES,
     ROOT,
     GoalRun,

@@ -39,7 +39,7 @@ def facts() -> dict:
 
 def numba_check() -> dict:
     """Return whether numba.cuda sees a GPU (the CUDA simulator in cpu mode)."""
-    from workbench._numba import PROBLEM, cuda
+    from workbench.numba_helpers import PROBLEM, cuda
 
     if PROBLEM:
         return {"ok": False, "detail": PROBLEM}

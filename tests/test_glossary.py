@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench import terms
+from workbench import glossary_terms
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
@@ -195,7 +195,7 @@ def _glossary_anchor(url: str) -> str | None:
     return m.group(1) if m else None
 
 
-def first_use_problems(nb: dict, name: str, jargon: dict[str, re.Pattern], lookup=terms.lookup) -> list[str]:
+def first_use_problems(nb: dict, name: str, jargon: dict[str, re.Pattern], lookup=glossary_terms.lookup) -> list[str]:
     """Return what is wrong with ``nb``: jargon the glossary lacks, first uses that do not link to their entry."""
     problems, seen_md = [], set()
     for kind, src in _cells(nb):
@@ -208,7 +208,7 @@ def first_use_problems(nb: dict, name: str, jargon: dict[str, re.Pattern], looku
                 continue
             try:
                 entry = lookup(term)
-            except terms.UnknownTerm:
+            except glossary_terms.UnknownTerm:
                 problems.append(f"{name}: uses {m.group(0)!r} ({term}) but the glossary has no entry for {term!r}")
                 continue
             if kind != "markdown" or term in seen_md:
@@ -224,7 +224,7 @@ def first_use_problems(nb: dict, name: str, jargon: dict[str, re.Pattern], looku
 
 def link_problems(nb: dict, name: str) -> list[str]:
     """Return glossary links in ``nb`` whose anchor names no glossary heading."""
-    anchors = {e.anchor for e in terms.entries().values()}
+    anchors = {e.anchor for e in glossary_terms.entries().values()}
     out = []
     for kind, src in _cells(nb):
         for m in LINK.finditer(src if kind == "markdown" else ""):
@@ -235,7 +235,7 @@ def link_problems(nb: dict, name: str) -> list[str]:
 
 
 def acronym_problems(nb: dict, name: str) -> list[str]:
-    """Return acronyms and mnemonics in ``nb``'s prose that are neither plain words nor glossary terms."""
+    """Return acronyms and mnemonics in ``nb``'s prose that are neither plain words nor glossary glossary_terms."""
     out = set()
     for kind, src in _cells(nb):
         if kind != "markdown":
@@ -244,8 +244,8 @@ def acronym_problems(nb: dict, name: str) -> list[str]:
             if word in PLAIN:
                 continue
             try:
-                terms.lookup(word)
-            except terms.UnknownTerm:
+                glossary_terms.lookup(word)
+            except glossary_terms.UnknownTerm:
                 out.add(f"{name}: {word!r} is neither in the glossary nor a plain word (PLAIN)")
     return sorted(out)
 
@@ -260,7 +260,7 @@ def _md(*cells: str) -> dict:
 
 # ------------------------------------------------------------------------------------------------ the glossary
 def test_glossary_parses_with_unique_terms_and_anchors():
-    es = terms.entries()
+    es = glossary_terms.entries()
     assert len(es) >= 100
     anchors = [e.anchor for e in es.values()]
     assert len(set(anchors)) == len(anchors)
@@ -277,7 +277,7 @@ def _sentences(text: str) -> int:
     return len(re.findall(r"[.!?](?=\s|$)", t))
 
 
-@pytest.mark.parametrize("entry", list(terms.entries().values()), ids=lambda e: e.anchor)
+@pytest.mark.parametrize("entry", list(glossary_terms.entries().values()), ids=lambda e: e.anchor)
 def test_each_entry_is_one_to_three_sentences_and_says_where(entry):
     assert 1 <= _sentences(entry.text) <= 3, entry.text
     assert entry.where, f"{entry.term}: no *Where:* line"
@@ -297,7 +297,7 @@ def _sections() -> dict[tuple[str, str], str]:
     return {k: "\n".join(v) for k, v in out.items()}
 
 
-def _uses(entry: terms.Entry) -> list[re.Pattern]:
+def _uses(entry: glossary_terms.Entry) -> list[re.Pattern]:
     names = (entry.term, *entry.aliases)
     spellings = [re.compile(r"(?<![\w.])" + re.escape(n) + r"(?:s|es)?(?!\w)", re.I) for n in names]
     return spellings + [p for t, p in _compiled().items() if _entry_term(t) == entry.term]
@@ -305,14 +305,14 @@ def _uses(entry: terms.Entry) -> list[re.Pattern]:
 
 def _entry_term(term: str) -> str | None:
     try:
-        return terms.lookup(term).term
-    except terms.UnknownTerm:  # reported by test_every_jargon_term_has_an_entry
+        return glossary_terms.lookup(term).term
+    except glossary_terms.UnknownTerm:  # reported by test_every_jargon_term_has_an_entry
         return None
 
 
 def test_every_where_reference_is_a_section_that_uses_the_term():
     sections, bad = _sections(), []
-    for e in terms.entries().values():
+    for e in glossary_terms.entries().values():
         uses = _uses(e)
         for ref in e.where:
             m = REF.match(ref)
@@ -326,7 +326,7 @@ def test_every_where_reference_is_a_section_that_uses_the_term():
 
 def test_wb_glossary_shows_everything_or_one_term():
     whole = wb.glossary()
-    assert whole._repr_markdown_() == terms.path().read_text(encoding="utf-8")
+    assert whole._repr_markdown_() == glossary_terms.path().read_text(encoding="utf-8")
     one = wb.glossary("WGMMA")._repr_markdown_()
     assert one.startswith("### wgmma\n") and "warpgroup" in one and "*Where:*" in one
     assert wb.glossary("CTA")._repr_markdown_().startswith("### thread block")
@@ -335,17 +335,17 @@ def test_wb_glossary_shows_everything_or_one_term():
 
 
 def test_unknown_term_names_the_closest():
-    with pytest.raises(terms.UnknownTerm, match="closest: wgmma"):
+    with pytest.raises(glossary_terms.UnknownTerm, match="closest: wgmma"):
         wb.glossary("wgmmma")
-    with pytest.raises(terms.UnknownTerm, match="expected a term"):
+    with pytest.raises(glossary_terms.UnknownTerm, match="expected a term"):
         wb.glossary("  ")
 
 
 def test_anchor_is_jupyterlabs_heading_id():
     # JupyterLab's rendermime: header id = the heading's text with every space replaced by "-".
-    assert terms.anchor("warp specialisation") == "warp-specialisation"
-    assert terms.anchor("LDS.128") == "LDS.128"
-    assert terms.lookup("fp8").anchor == "fp8-e4m3"
+    assert glossary_terms.anchor("warp specialisation") == "warp-specialisation"
+    assert glossary_terms.anchor("LDS.128") == "LDS.128"
+    assert glossary_terms.lookup("fp8").anchor == "fp8-e4m3"
 
 
 # ------------------------------------------------------------------------------------------------ the notebooks
@@ -380,8 +380,8 @@ def test_every_jargon_term_has_an_entry():
     missing = []
     for t in JARGON:
         try:
-            terms.lookup(t)
-        except terms.UnknownTerm:
+            glossary_terms.lookup(t)
+        except glossary_terms.UnknownTerm:
             missing.append(t)
     assert not missing
 
@@ -414,7 +414,7 @@ def test_scanner_ignores_words_inside_link_targets():
 
 def test_scanner_reports_jargon_the_glossary_lacks():
     def lookup(term):
-        raise terms.UnknownTerm(term)
+        raise glossary_terms.UnknownTerm(term)
 
     nb = {"cells": [{"cell_type": "code", "source": ["x = 1  # one QGMMA per k-step\n"]}]}
     pats = {"QGMMA": re.compile(JARGON["QGMMA"], re.I)}

@@ -37,7 +37,7 @@ def test_ratio_is_baseline_time_over_ours_and_goals_are_the_issues():
 
 
 def test_quiet_write_saves_partial_results_without_the_summary(tmp_path, capsys):
-    from workbench.goals import write
+    from workbench.benchmark_goals import write
 
     rec = wb.bench(wb.variant("vecadd", "torch_add"), N=1024)
     goals = {"goals": {"x": {"ratio": 2.0, "goal": 1.0}}}
@@ -104,7 +104,7 @@ def test_checks_reuse_the_goal_shapes_autotune_result():
     import triton
     import triton.language as tl
 
-    from workbench.goals import launched, reuse_tuning
+    from workbench.benchmark_goals import launched, reuse_tuning
 
     @triton.jit
     def double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):

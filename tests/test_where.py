@@ -12,22 +12,22 @@ from urllib.parse import unquote
 import pytest
 
 import workbench as wb
-from workbench import places
+from workbench import where_places
 from workbench.practice import catalogue
 from workbench.practice.exercises import exercise, exercises
 
 OPS = wb.ops()
-HOMES = {op: nb for nb, ops in places.NOTEBOOKS.items() for op in ops}
+HOMES = {op: nb for nb, ops in where_places.NOTEBOOKS.items() for op in ops}
 
 
 @functools.cache
-def _where(op: str) -> places.Where:
+def _where(op: str) -> where_places.Where:
     return wb.where(op)
 
 
 @functools.cache
 def _anchors(nb: Path) -> set[str]:
-    return {places.heading_anchor(text) for _, text in places.notebook_headings(nb)}
+    return {where_places.heading_anchor(text) for _, text in where_places.notebook_headings(nb)}
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -38,13 +38,13 @@ def test_every_listed_file_exists_and_every_link_lands(op: str) -> None:
     for p in w.of("notebook"):
         assert p.path.suffix == ".ipynb" and p.anchor in _anchors(p.path), f"{p.location} is no heading"
     assert len(w.of("contract")) == 1, f"{op}: no contract"
-    assert w.of("notebook") or op not in HOMES, f"{op}: places.NOTEBOOKS gives it a notebook but no section there"
+    assert w.of("notebook") or op not in HOMES, f"{op}: where_places.NOTEBOOKS gives it a notebook but no section there"
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_every_variant_wrong_kernel_exercise_and_drill_is_listed(op: str) -> None:
     w = _where(op)
-    by_kind = {k: {p.name for p in w.of(k)} for k in places.KINDS}
+    by_kind = {k: {p.name for p in w.of(k)} for k in where_places.KINDS}
     assert by_kind["variant"] == {v.name for v in wb.variants(op)}
     assert by_kind["known_wrong"] == {v.name for v in wb.known_wrong(op)}
     assert by_kind["exercise"] == {e for e in exercises() if exercise(e).op == op}
@@ -57,16 +57,17 @@ def test_every_variant_wrong_kernel_exercise_and_drill_is_listed(op: str) -> Non
 
 
 def test_notebook_map_names_every_taught_op_once_beside_its_drills() -> None:
-    assert sum(len(ops) for ops in places.NOTEBOOKS.values()) == len(HOMES) and set(HOMES) <= set(OPS)
+    assert sum(len(ops) for ops in where_places.NOTEBOOKS.values()) == len(HOMES) and set(HOMES) <= set(OPS)
     chapters = {d.op: d.chapter for d in catalogue().values()}
     for op, nb in HOMES.items():
-        assert (places.NOTEBOOK_DIR / f"{nb}.ipynb").is_file()
+        assert (where_places.NOTEBOOK_DIR / f"{nb}.ipynb").is_file()
         assert chapters.get(op, nb) == nb, f"{op}: its drills say chapter {chapters[op]}, the map says {nb}"
-    heads = [t.lower() for nb in places.NOTEBOOK_DIR.glob("*.ipynb") for _, t in places.notebook_headings(nb)]
+    heads = [t.lower() for nb in where_places.NOTEBOOK_DIR.glob("*.ipynb")
+             for _, t in where_places.notebook_headings(nb)]
     for op in set(OPS) - set(HOMES):  # an op no notebook teaches yet: no heading or drill chapter claims it
         names = (op, *(e for e in exercises() if exercise(e).op == op))
         assert op not in chapters and not [h for h in heads if any(n in h for n in names)], \
-            f"{op} is taught in a notebook: add it to places.NOTEBOOKS"
+            f"{op} is taught in a notebook: add it to where_places.NOTEBOOKS"
 
 
 def test_text_and_html_render_every_place() -> None:
@@ -80,7 +81,7 @@ def test_text_and_html_render_every_place() -> None:
     assert len(hrefs) == len(w) + sum(len(p.also) for p in w)
     for h in hrefs:  # links are relative to notebooks/, where the notebooks that call wb.where live
         path, _, anchor = unquote(h).partition("#")
-        target = (places.NOTEBOOK_DIR / path).resolve()
+        target = (where_places.NOTEBOOK_DIR / path).resolve()
         assert target.is_file(), h
         assert not anchor or anchor in _anchors(target), h
     assert "02-softmax.ipynb#2-%C2%B7-The-contract-and-the-float64-reference" in page
@@ -88,11 +89,11 @@ def test_text_and_html_render_every_place() -> None:
 
 
 def test_heading_anchor_is_the_rendered_text() -> None:
-    nb = places.NOTEBOOK_DIR / "01-gemm.ipynb"
-    heads = [t for _, t in places.notebook_headings(nb)]
+    nb = where_places.NOTEBOOK_DIR / "01-gemm.ipynb"
+    heads = [t for _, t in where_places.notebook_headings(nb)]
     assert "Exercise gemm-smem-tiling: shared-memory tiling in Numba" in heads  # backticks rendered away
-    assert places.heading_anchor("Exercise gemm-smem-tiling: tiling") == "Exercise-gemm-smem-tiling:-tiling"
-    assert places._rendered("**Bold** [link](x.md) `code` <b>tag</b>") == "Bold link code tag"
+    assert where_places.heading_anchor("Exercise gemm-smem-tiling: tiling") == "Exercise-gemm-smem-tiling:-tiling"
+    assert where_places._rendered("**Bold** [link](x.md) `code` <b>tag</b>") == "Bold link code tag"
 
 
 def test_unknown_op_and_kind_say_what_is_known(capsys) -> None:

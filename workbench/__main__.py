@@ -25,7 +25,7 @@ def backend_status() -> dict[str, tuple[str, str]]:
     if MODE == "gpu":
         out["triton"] = (("native", f"triton {v['triton']} JIT") if v["triton"]
                          else ("unavailable", "pip install triton"))
-        from workbench._numba import PROBLEM, cuda
+        from workbench.numba_helpers import PROBLEM, cuda
 
         try:
             ok = not PROBLEM and cuda.is_available()
@@ -45,7 +45,7 @@ def backend_status() -> dict[str, tuple[str, str]]:
             out["cuda"] = ("unavailable", why)
     else:
         out["triton"] = ("emulated", "Triton interpreter (TRITON_INTERPRET=1): fp32/fp16 only, ~1 ms per program")
-        from workbench._numba import PROBLEM
+        from workbench.numba_helpers import PROBLEM
 
         out["numba"] = (("unavailable", PROBLEM) if PROBLEM else
                         ("emulated", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1): one OS thread per CUDA thread, "

@@ -104,8 +104,10 @@ def _all_names(code: types.CodeType) -> set[str]:
 def _importable_in_helper(m: types.ModuleType) -> bool:
     """Return whether the helper may import ``m`` by name: the standard library and installed packages, not the
     workbench, the project's kernels or the user's own modules (they import the workbench, or are not on its path)."""
+    from workbench.registry import KERNELS_PACKAGE
+
     top = m.__name__.split(".")[0]
-    if top in ("workbench", "kernels", "tests", "__main__"):
+    if top in ("workbench", KERNELS_PACKAGE, "tests", "__main__"):
         return False
     if top in sys.builtin_module_names:
         return True
@@ -375,7 +377,9 @@ class _Helper:
         self.log = tempfile.TemporaryFile()
         try:
             # -I: no script directory on sys.path (workbench/profile.py would shadow the stdlib's profile)
-            self.proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__), "--serve"],
+            from workbench.registry import KERNELS_PACKAGE  # the helper cannot import it: it is told
+
+            self.proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__), "--serve", KERNELS_PACKAGE],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
         except OSError as e:
             raise _GateUnavailable(f"could not start {sys.executable}: {e}") from e
@@ -451,10 +455,13 @@ def _read_exactly(stream: Any, n: int, timeout: float | None) -> bytes:
 
 # ---------------------------------------------------------------------------------------------- the helper side
 class _NoWorkbench:
-    """Refuse to import the workbench in the helper: it would switch Numba back to the simulator."""
+    """Refuse to import the workbench or the kernels package in the helper: they switch Numba back to the simulator."""
+
+    def __init__(self, kernels_package: str) -> None:
+        self.refused = ("workbench", kernels_package)
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name.split(".")[0] in ("workbench", "kernels"):
+        if name.split(".")[0] in self.refused:
             raise ImportError(f"{name} is not importable in the Numba front-end helper")
         return None
 
@@ -602,9 +609,9 @@ def _no_driver_needed() -> None:
     dispatcher.get_current_device = get_current_device
 
 
-def _serve() -> None:
+def _serve(kernels_package: str) -> None:
     """Answer compile requests on stdin (length-prefixed pickles) until stdin closes."""
-    sys.meta_path.insert(0, _NoWorkbench())
+    sys.meta_path.insert(0, _NoWorkbench(kernels_package))
     _no_driver_needed()
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints go to the log, not into the channel
@@ -617,5 +624,5 @@ def _serve() -> None:
         _send(out, _compile(req))
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
-    _serve()
+if __name__ == "__main__" and sys.argv[1:2] == ["--serve"] and len(sys.argv) == 3:
+    _serve(sys.argv[2])

@@ -35,7 +35,7 @@ def to_numba(t: torch.Tensor) -> Any:
     """Return an array numba kernels accept: a device array view in gpu mode, a numpy view in cpu mode."""
     if MODE == "cpu":
         return to_numpy(t)
-    from workbench._numba import PROBLEM, cuda
+    from workbench.numba_helpers import PROBLEM, cuda
     from workbench.registry import UnsupportedHere
 
     if PROBLEM:

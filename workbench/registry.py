@@ -26,6 +26,8 @@ from workbench._mode import MODE
 from workbench._sanitize import switched
 
 BACKENDS = ("torch", "numba", "cupy", "cuda", "triton")
+#: The package whose import registers every op contract (``kernels/__init__.py``); its modules hold the variants.
+KERNELS_PACKAGE = "kernels"
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in dtypes.NAMES}
 
 
@@ -182,7 +184,7 @@ def register_op(op: Op) -> Op:
 
 def _load(name: str, with_variants: bool = True) -> None:
     if name not in _OPS:
-        importlib.import_module("kernels")  # registers every op contract
+        importlib.import_module(KERNELS_PACKAGE)  # registers every op contract
     if name not in _OPS:
         raise KeyError(f"unknown op {name!r}: known ops are {sorted(_OPS)}")
     pkg = _OPS[name].package
@@ -210,7 +212,7 @@ def get_op(name: str | Op, with_variants: bool = False) -> Op:
 
 def ops() -> list[str]:
     """Return the names of all registered ops."""
-    importlib.import_module("kernels")
+    importlib.import_module(KERNELS_PACKAGE)
     return sorted(_OPS)
 
 

@@ -16,8 +16,8 @@ import torch
 
 from kernels.attention._host import rows_3d, start
 from workbench import MODE, register
-from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, float32, numba_supports
 from workbench.registry import CpuLimit
 
 # cpu mode uses one warp's worth: the simulator runs each CUDA thread as an OS thread, and every barrier waits for

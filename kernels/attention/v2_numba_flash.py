@@ -19,8 +19,8 @@ import torch
 
 from kernels.attention._host import rows_3d, start
 from workbench import MODE, register
-from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, float32, numba_supports
 from workbench.registry import CpuLimit
 
 BR = 64 if MODE == "gpu" else 32  # query rows per block = threads per block (the simulator: one OS thread each)

@@ -11,8 +11,8 @@ import torch
 
 from kernels.gemm.reference import output
 from workbench import register
-from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, float32, numba_supports
 from workbench.registry import CpuLimit
 
 TILE = 16  # 16x16 = 256 threads per block for numba_naive, numba_coalesced and numba_smem

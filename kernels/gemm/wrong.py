@@ -16,8 +16,8 @@ import triton.language as tl
 from kernels._launch import cuda_kernel
 from kernels.gemm.reference import output
 from workbench import register
-from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba, to_raw
+from workbench.numba_helpers import cuda, numba_supports
 from workbench.registry import CpuLimit
 
 BM, BN, BK = 16, 16, 16

@@ -27,8 +27,8 @@ import math
 import torch
 
 from workbench import MODE, empty_like, register
-from workbench._numba import cuda, float32, int32, numba_supports
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, float32, int32, numba_supports
 from workbench.registry import CpuLimit
 
 # cpu mode uses one warp's worth: the simulator runs each CUDA thread as an OS thread and every barrier waits for

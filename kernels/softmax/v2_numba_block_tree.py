@@ -7,8 +7,8 @@ import math
 import torch
 
 from workbench import MODE, empty_like, register
-from workbench._numba import cuda, float32, numba_supports
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, float32, numba_supports
 
 from .v1_numba_three_pass import CPU_LIMIT
 

@@ -20,8 +20,8 @@ import triton.language as tl
 
 from kernels.softmax._cuda import run
 from workbench import empty_like, register
-from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, numba_supports
 
 ROWS_PER_BLOCK = 8  # one row per thread
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from workbench import empty_like, register
-from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, numba_supports
 
 THREADS = 256  # 8 warps per block
 

@@ -10,8 +10,8 @@ import triton
 import triton.language as tl
 
 from workbench import empty_like, register
-from workbench._numba import cuda, numba_supports
 from workbench.interop import to_numba, to_raw
+from workbench.numba_helpers import cuda, numba_supports
 
 BLOCK = 256
 

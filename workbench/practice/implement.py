@@ -100,7 +100,7 @@ def count_launches(backend: str, seen: dict[str, Any] | None = None) -> Iterator
 def _numba_launch_targets() -> list[tuple[type, str]]:
     """Return the method a Numba kernel launch goes through: the simulator's in cpu mode, numba-cuda's on a GPU."""
     from workbench import MODE
-    from workbench._numba import PROBLEM
+    from workbench.numba_helpers import PROBLEM
 
     if PROBLEM is not None:  # numba failed to import: its kernels refuse to launch, so there is nothing to count
         return []

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 import workbench as wb
+from workbench.registry import KERNELS_PACKAGE
 from workbench.results import save_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def _autotuners() -> list:
         return []
     found: dict[int, Any] = {}
     for name, mod in list(sys.modules.items()):
-        if name.startswith("kernels.") and mod is not None:
+        if name.startswith(KERNELS_PACKAGE + ".") and mod is not None:
             for obj in vars(mod).values():
                 if isinstance(obj, Autotuner):
                     found[id(obj)] = obj
