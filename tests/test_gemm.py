@@ -30,7 +30,7 @@ EXPECTED = [
     "triton_tile", "triton_grouped", "triton_autotuned", "triton_persistent_tma",
 ]
 WRONG = {"wrong_fp16_accumulator": "precision", "wrong_missing_syncthreads": "race",
-         "wrong_k_tail": "scattered", "wrong_floor_grid": "unwritten_rows"}
+         "wrong_k_tail": "k_tail", "wrong_floor_grid": "unwritten_rows"}
 
 
 def _registered() -> list[str]:

@@ -67,7 +67,7 @@ def wrong_missing_syncthreads(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 @register("gemm", "wrong_k_tail", backend="cuda", cu_file="cu/wrong_gemm.cu", dtypes=("float32",),
-          expected_diagnosis="scattered",
+          expected_diagnosis="k_tail",
           idea="KNOWN WRONG: the K loop stops at the last full 32-wide tile, dropping the K % 32 tail of every dot.")
 def wrong_k_tail(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return _smem_tiles("sgemm_smem_k_tail", a, b)
