@@ -402,3 +402,18 @@ def test_a_skip_reason_is_listed_once():
         pytest.skip("bf16 Triton runs on a GPU")
     rep = wb.check(wb.variant("vecadd", "triton_block"), dtypes=["bfloat16", "float32"], seeds=(0,))
     assert len(rep.skipped) == 1 and rep.summary().count("bfloat16 under the Triton interpreter") == 1
+
+
+def test_quiet_floating_point_silences_only_inside(recwarn):
+    import warnings
+
+    import numpy as np
+
+    from workbench.checker import quiet_floating_point
+
+    warnings.simplefilter("always")
+    with quiet_floating_point():
+        np.log(np.array([-1.0]))  # "invalid value encountered in log"
+    assert not recwarn.list
+    np.log(np.array([-1.0]))
+    assert len(recwarn.list) == 1 and "encountered" in str(recwarn.list[0].message)
