@@ -82,9 +82,9 @@ def test_argument_errors_name_kernel_and_parameter(mod, args, pattern):
     ("f64", 0.5, b"\x00" * 6 + b"\xe0?"),
 ])
 def test_scalars_pack_as_cupy_would(code, value, packed):
-    from workbench.cuda import _cpu
+    from workbench.cuda import _cpu_args
 
-    assert _cpu._scalar("p", code, value).raw == packed
+    assert _cpu_args._scalar("p", code, value).raw == packed
 
 
 @pytest.mark.parametrize("code, value, pattern", [
@@ -94,10 +94,10 @@ def test_scalars_pack_as_cupy_would(code, value, packed):
     ("u8", 256, "256 does not fit in unsigned char"), ("i64", "7", "expected a scalar \\(np.int64\\), got"),
 ])
 def test_scalar_errors_say_what_to_pass(code, value, pattern):
-    from workbench.cuda import KernelArgumentError, _cpu
+    from workbench.cuda import KernelArgumentError, _cpu_args
 
     with pytest.raises(KernelArgumentError, match=f"^p: {pattern}"):
-        _cpu._scalar("p", code, value)
+        _cpu_args._scalar("p", code, value)
 
 
 def test_launch_config_errors(mod):
@@ -147,7 +147,7 @@ def test_compile_error_shows_user_file_and_line(tmp_path):
 
 def test_relative_include_and_cache_invalidation(tmp_path, monkeypatch):
     from workbench import cuda
-    from workbench.cuda import _cpu
+    from workbench.cuda import _cpu_build
 
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
     (tmp_path / "common.cuh").write_text("#define VALUE 5\n")
@@ -157,13 +157,13 @@ def test_relative_include_and_cache_invalidation(tmp_path, monkeypatch):
     cuda.RawKernel(p, "k")((1,), (1,), (out,))
     assert out[0] == 5
     builds = []
-    real_build = _cpu.CpuModule._build
-    monkeypatch.setattr(_cpu.CpuModule, "_build", lambda self, *a: builds.append(1) or real_build(self, *a))
-    _cpu._loaded.clear()  # a new process: only the disk cache is left
+    real_build = _cpu_build.CpuModule._build
+    monkeypatch.setattr(_cpu_build.CpuModule, "_build", lambda self, *a: builds.append(1) or real_build(self, *a))
+    _cpu_build._loaded.clear()  # a new process: only the disk cache is left
     cuda.RawKernel(p, "k")((1,), (1,), (out,))
     assert builds == [] and out[0] == 5
     (tmp_path / "common.cuh").write_text("#define VALUE 6\n")  # a header change invalidates the disk cache
-    _cpu._loaded.clear()
+    _cpu_build._loaded.clear()
     cuda.RawKernel(p, "k")((1,), (1,), (out,))
     assert builds == [1] and out[0] == 6
     assert len(list((tmp_path / "cache" / "cuda").glob("k-*.so"))) == 2
@@ -171,12 +171,12 @@ def test_relative_include_and_cache_invalidation(tmp_path, monkeypatch):
 
 def test_in_process_cache_is_shared():
     from workbench import cuda
-    from workbench.cuda import _cpu
+    from workbench.cuda import _cpu_build
 
     a = cuda.RawKernel(SAXPY, "saxpy").compile()
-    n = len(_cpu._loaded)
+    n = len(_cpu_build._loaded)
     b = cuda.RawKernel(SAXPY, "saxpy").compile()
-    assert len(_cpu._loaded) == n and a._module._cpu[False]._lib is b._module._cpu[False]._lib
+    assert len(_cpu_build._loaded) == n and a._module._cpu[False]._lib is b._module._cpu[False]._lib
 
 
 def test_checked_call_kwarg_and_missing_file():
@@ -203,7 +203,7 @@ def test_blocks_run_in_parallel_threads_env(monkeypatch):
 
 
 def test_options_translation():
-    from workbench.cuda._cpu import translate_options
+    from workbench.cuda._cpu_build import translate_options
 
     flags, ignored = translate_options(("-DX=1", "--use_fast_math", "-I", "/inc", "-std=c++17", "-arch=sm_90",
                                         "--define-macro=Y"))

@@ -278,7 +278,7 @@ SRC = 'extern "C" __global__ void plus1(float* x) { x[threadIdx.x] += 1.0f; }\n'
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "garbage without digest"])
 def test_corrupt_cached_module_is_rebuilt(damage, monkeypatch):
-    from workbench.cuda import _cpu, _source
+    from workbench.cuda import _cpu, _cpu_build, _source
 
     src = _source.Source(SRC + f"// {damage}\n", None)
     with monkeypatch.context() as m:  # build into the cache without loading it (as an earlier process would)
@@ -289,17 +289,17 @@ def test_corrupt_cached_module_is_rebuilt(damage, monkeypatch):
     else:
         so.write_bytes(b"\x7fELF" + os.urandom(so.stat().st_size - 4))
         if damage == "garbage without digest":
-            _cpu._digest_path(so).unlink()
+            _cpu_build._digest_path(so).unlink()
     mod = _cpu.CpuModule(src, (), None, (), False).compile()
     x = np.zeros(32, np.float32)
     _cpu.launch(mod, mod.kernel("plus1"), (1,), (32,), (x,), 0, 0)
     np.testing.assert_array_equal(x, 1)
-    assert mod.so_path == str(so) and _cpu._intact(so) and _cpu._digest_path(so).exists()
+    assert mod.so_path == str(so) and _cpu_build._intact(so) and _cpu_build._digest_path(so).exists()
 
 
 def test_corrupt_cached_library_is_rebuilt_once(tmp_path):
     """The runtime library's loader: a truncated or garbage file is rebuilt; a build that stays broken raises."""
-    from workbench.cuda import CompileError, _cpu
+    from workbench.cuda import CompileError, _cpu_build
     from workbench.cuda.toolchain import find_cxx
 
     builds = []
@@ -307,10 +307,10 @@ def test_corrupt_cached_library_is_rebuilt_once(tmp_path):
     def build(so):
         builds.append(so.name)
         tmp = tmp_path / "lib.tmp"
-        r = _cpu._run_compiler([find_cxx(), "-shared", "-fPIC", "-x", "c++", "-", "-o", str(tmp)], "a test library",
-                               stdin='extern "C" int answer() { return 42; }\n')
+        r = _cpu_build._run_compiler([find_cxx(), "-shared", "-fPIC", "-x", "c++", "-", "-o", str(tmp)],
+                                     "a test library", stdin='extern "C" int answer() { return 42; }\n')
         assert r.returncode == 0, r.stderr
-        _cpu._write_digest(tmp, so)
+        _cpu_build._write_digest(tmp, so)
         os.replace(tmp, so)
 
     truncated, garbage = tmp_path / "truncated.so", tmp_path / "garbage.so"
@@ -318,11 +318,11 @@ def test_corrupt_cached_library_is_rebuilt_once(tmp_path):
         build(so)
     truncated.write_bytes(truncated.read_bytes()[:100])
     garbage.write_bytes(b"\x7fELF" + bytes(200))
-    _cpu._digest_path(garbage).unlink()  # no digest: only dlopen's failure tells
+    _cpu_build._digest_path(garbage).unlink()  # no digest: only dlopen's failure tells
     for so in (truncated, garbage):
-        assert _cpu._load_verified(so, lambda so=so: build(so), "a test library").answer() == 42
+        assert _cpu_build._load_verified(so, lambda so=so: build(so), "a test library").answer() == 42
     assert builds == ["truncated.so", "garbage.so", "truncated.so", "garbage.so"]
 
     bad = tmp_path / "bad.so"
     with pytest.raises(CompileError, match="rebuilt but does not load"):
-        _cpu._load_verified(bad, lambda: bad.write_bytes(b"not a library"), "a broken library")
+        _cpu_build._load_verified(bad, lambda: bad.write_bytes(b"not a library"), "a broken library")

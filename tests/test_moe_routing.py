@@ -35,10 +35,10 @@ ALIGN = ("cuda_align", "triton_align")
 def _variant(op: str, name: str) -> wb.Variant:
     v = wb.variant(op, name)
     if v.backend == "cuda" and CPU_MODE:
-        from workbench.cuda import _cpu
+        from workbench.cuda.toolchain import find_cxx
 
         try:
-            _cpu.find_cxx()
+            find_cxx()
         except ToolchainNotFoundError as e:
             pytest.skip(str(e))
     return v

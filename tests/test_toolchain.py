@@ -9,13 +9,13 @@ import pytest
 
 from workbench import __main__ as cli
 from workbench import inspection, versions
-from workbench.cuda import _cpu, toolchain
+from workbench.cuda import _cpu_build, toolchain
 from workbench.cuda.errors import ToolchainNotFoundError
 
 
 def test_every_layer_uses_the_same_finders() -> None:
     assert inspection.find_cuda_tool is toolchain.find_cuda_tool
-    assert _cpu.find_cxx is toolchain.find_cxx and _cpu.cache_dir is toolchain.cache_dir
+    assert _cpu_build.find_cxx is toolchain.find_cxx and _cpu_build.cache_dir is toolchain.cache_dir
 
 
 def test_the_cuda_layer_does_not_import_inspection() -> None:

@@ -56,22 +56,22 @@ Dims = int | tuple[int, ...]
 
 def cache_dir() -> str:
     """Return the on-disk cache of compiled CPU-engine kernels."""
-    from workbench.cuda import _cpu
+    from workbench.cuda import _cpu_build
 
-    return str(_cpu.cache_dir())
+    return str(_cpu_build.cache_dir())
 
 
 def clear_cache() -> None:
     """Delete the on-disk cache of compiled kernels and forget the in-process one."""
     import shutil
 
-    from workbench.cuda import _cpu
+    from workbench.cuda import _cpu_build
 
-    _cpu._loaded.clear()
-    _cpu._images.clear()
-    _cpu._rz_objects.clear()
-    _cpu._prelude_names.clear()
-    shutil.rmtree(_cpu.cache_dir(), ignore_errors=True)
+    _cpu_build._loaded.clear()
+    _cpu_build._images.clear()
+    _cpu_build._rz_objects.clear()
+    _cpu_build._prelude_names.clear()
+    shutil.rmtree(_cpu_build.cache_dir(), ignore_errors=True)
 
 
 _warned_checked = False
@@ -220,12 +220,12 @@ class RawModule:
                 raise _wrap_cupy_error(e, self.source) from e
 
     def _cpu_module(self, checked: bool, profile: bool = False) -> Any:
-        from workbench.cuda import _cpu
+        from workbench.cuda import _cpu_build
 
         key = "profile" if profile else checked
         if key not in self._cpu:
-            self._cpu[key] = _cpu.CpuModule(self.source, self.options, None, self.name_expressions, checked and not
-                                            profile, profile=profile)
+            self._cpu[key] = _cpu_build.CpuModule(self.source, self.options, None, self.name_expressions,
+                                                  checked and not profile, profile=profile)
         if self._gated or not self.frontend:
             _frontend.check(self._verdict, self.source, self._label)
             return self._cpu[key].compile()
