@@ -417,3 +417,15 @@ def test_quiet_floating_point_silences_only_inside(recwarn):
     assert not recwarn.list
     np.log(np.array([-1.0]))
     assert len(recwarn.list) == 1 and "encountered" in str(recwarn.list[0].message)
+
+
+def test_unravel_matches_numpy():
+    """The report's element indices: the checker's own unravel agrees with numpy's, trailing dim fastest."""
+    import numpy as np
+
+    from workbench.checker import _unravel
+
+    for shape in [(7,), (3, 5), (2, 1, 4), (2, 3, 4, 5)]:
+        for k in (0, 1, int(np.prod(shape)) // 2, int(np.prod(shape)) - 1):
+            assert _unravel(k, shape) == tuple(int(i) for i in np.unravel_index(k, shape))
+    assert _unravel(0, ()) == ()
