@@ -49,7 +49,7 @@ def format_report(r: dict) -> str:
               f"max |err| vs float64 reference {r['max_abs_err']:.3g} (atol {r['tol']['atol']:.3g}, "
               f"rtol {r['tol']['rtol']:.3g}), vs torch_loop {r['max_abs_err_vs_torch_loop']:.3g}",
               f"ep_moe {r['ep_ms']:.2f} ms (slowest rank, best of 3); whole run {r['wall_s']:.1f} s with spawn",
-              "OK" if r["ok"] else "FAILED: the EP result does not match the reference"]
+              "OK" if r["ok"] else f"FAILED (the checker's verdict): {r['result']}"]
     return "\n".join(lines)
 
 
