@@ -1,4 +1,10 @@
-"""What the two Triton moe exercises share: routing and alignment in torch, the gate/up kernel and the launches.
+"""What the moe exercises share: routing and alignment in torch, the gate/up kernel, the align kernel, the launches.
+
+``moe-align-block-size`` (Numba) writes two ``@cuda.jit(device=True)`` helpers that ``align_kernel`` (built here
+around them, GPU-Puzzles style: ``cuda.jit(make(helpers))``, once per pair of helpers) calls:
+``padded_offsets(counts, cursor, expert_ids, n_padded, num_experts, block)``, run by thread 0 after the
+histogram, and ``scatter(ids, n, cursor, sorted_ids, tid, nt)``, run by every thread after the barrier that
+follows it. :func:`align` launches it.
 
 ``ex-silu`` (moe-silu-and-mul) writes ``silu_and_mul``, the epilogue that ``gate_up_kernel`` (here) calls, and
 borrows the solved down-and-combine launch from here; ``ex-combine`` (moe-weighted-combine) fills in the down
@@ -10,13 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
+from numba import cuda, int32
 
+import workbench as wb
 from kernels._triton_hooks import with_helpers
 from kernels.moe.reference import route
-from kernels.moe_align.reference import torch_sort
+from kernels.moe_align.reference import sizes, torch_sort
+from workbench.interop import to_numba
 
 BLOCK = 16  # tiny tiles: the Triton interpreter costs ~1 ms per program, and tl.dot needs dims >= 16
 
@@ -85,3 +95,65 @@ def down_and_combine(a: torch.Tensor, w2: torch.Tensor, weights: torch.Tensor, s
                               PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
                               BLOCK_M=BLOCK, BLOCK_N=BLOCK, BLOCK_K=BLOCK)
     return out.to(a.dtype)
+
+
+# ------------------------------------------------------------------------- moe-align-block-size (Numba)
+MAX_E = 1024  # shared-memory counters: 2 x 1024 x 4 B = 8 KiB, well inside one block's 48 KiB
+THREADS = 32  # one block; the Numba simulator runs one OS thread per CUDA thread, so keep it small
+
+_ALIGN: dict[tuple[int, int], tuple[object, object, object]] = {}  # (ids of the helpers) -> (helpers, kernel)
+
+
+def _is_device_function(f: object) -> bool:
+    """Return whether ``f`` is a ``@cuda.jit(device=True)`` function (the simulator's or a GPU's)."""
+    return bool(getattr(f, "_device", False) or getattr(f, "targetoptions", {}).get("device", False))
+
+
+def _make_align_kernel(padded_offsets, scatter):
+    """Return the counting-sort kernel around the learner's two steps (see the module docstring)."""
+    def align_kernel(ids, n, num_experts, block, sorted_ids, expert_ids, n_padded):
+        counts = cuda.shared.array(MAX_E, int32)
+        cursor = cuda.shared.array(MAX_E, int32)
+        tid = cuda.threadIdx.x
+        nt = cuda.blockDim.x
+        # 1. zero the histogram and fill the outputs with their "nothing here" values
+        for e in range(tid, num_experts, nt):
+            counts[e] = 0
+        for i in range(tid, sorted_ids.size, nt):
+            sorted_ids[i] = n  # the sentinel slot: GEMM kernels mask it
+        for b in range(tid, expert_ids.size, nt):
+            expert_ids[b] = -1
+        cuda.syncthreads()
+        # 2. histogram: one atomic increment per routed slot
+        for s in range(tid, n, nt):
+            cuda.atomic.add(counts, ids[s], 1)
+        cuda.syncthreads()
+        # 3. exclusive prefix sum of the padded counts (thread 0), 4. the scatter (every thread)
+        if tid == 0:
+            padded_offsets(counts, cursor, expert_ids, n_padded, num_experts, block)
+        cuda.syncthreads()
+        scatter(ids, n, cursor, sorted_ids, tid, nt)
+    return align_kernel
+
+
+def align(padded_offsets: object, scatter: object, topk_ids: torch.Tensor, E: int, block: int  # noqa: N803
+          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Return (sorted_ids, expert_ids, n_padded) of ``topk_ids`` from align_kernel with the learner's two steps."""
+    for name, f in (("padded_offsets", padded_offsets), ("scatter", scatter)):
+        if not _is_device_function(f):
+            raise TypeError(f"moe_align exercise: {name} must be a @cuda.jit(device=True) function, got {f!r}")
+    t, k = topk_ids.shape
+    if E > MAX_E:
+        raise ValueError(f"moe_align exercise: E={E} > MAX_E={MAX_E} shared-memory counters")
+    key = (id(padded_offsets), id(scatter))
+    hit = _ALIGN.get(key)
+    if hit is None or hit[0] is not padded_offsets or hit[1] is not scatter:
+        hit = _ALIGN[key] = (padded_offsets, scatter, cuda.jit(_make_align_kernel(padded_offsets, scatter)))
+    p, nb = sizes(t, k, E, block)
+    sorted_ids = wb.empty((p,), torch.int32)
+    expert_ids = wb.empty((nb,), torch.int32)
+    n_padded = wb.empty((1,), torch.int32)
+    flat = topk_ids.reshape(-1)
+    hit[2][1, THREADS](to_numba(flat), np.int32(t * k), np.int32(E), np.int32(block), to_numba(sorted_ids),
+                       to_numba(expert_ids), to_numba(n_padded))
+    return sorted_ids, expert_ids, n_padded

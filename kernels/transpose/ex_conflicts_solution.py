@@ -1,8 +1,6 @@
-import numpy as np
 import torch
 
-import workbench as wb
-from workbench.interop import to_raw
+from kernels.transpose.ex_common import TILE_KERNEL, tile_transpose  # the kernel that calls yours, and its launch
 
 SOURCE = r"""
 #define TILE 32
@@ -16,11 +14,22 @@ SOURCE = r"""
 // banks (33 * tx + c) mod 32 = (tx + c) mod 32: all 32 different, one wavefront per warp read. A row still spans
 // all 32 banks, so the stores into the tile stay conflict-free too.
 // <<< learner
-extern "C" __global__ void transpose_tile(const float* x, float* out, int m, int n) {
+__device__ void transpose_block(const float* x, float* out, int m, int n) {
     // >>> learner
     //> __shared__ float tile[TILE][TILE];
+    //> int tx = threadIdx.x, ty = threadIdx.y;
+    //> int col = blockIdx.x * TILE + tx;
+    //> for (int k = 0; k < TILE; k += ROWS) {
+    //>     int row = blockIdx.y * TILE + ty + k;
+    //>     if (row < m && col < n) tile[ty + k][tx] = x[(size_t)row * n + col];
+    //> }
+    //> __syncthreads();  // every element of the tile is loaded before any thread reads one another thread loaded
+    //> int ocol = blockIdx.y * TILE + tx;  // neighbouring lanes: neighbouring columns of out
+    //> for (int k = 0; k < TILE; k += ROWS) {
+    //>     int orow = blockIdx.x * TILE + ty + k;
+    //>     if (orow < n && ocol < m) out[(size_t)orow * m + ocol] = tile[tx][ty + k];
+    //> }
     __shared__ float tile[TILE][TILE + 1];  // + 1: the padding column, never read
-    // <<< learner
     int tx = threadIdx.x, ty = threadIdx.y;
     int col = blockIdx.x * TILE + tx;
     for (int k = 0; k < TILE; k += ROWS) {
@@ -33,17 +42,10 @@ extern "C" __global__ void transpose_tile(const float* x, float* out, int m, int
         int orow = blockIdx.x * TILE + ty + k;
         if (orow < n && ocol < m) out[(size_t)orow * m + ocol] = tile[tx][ty + k];
     }
+    // <<< learner
 }
-"""
-_kernel = None
+""" + TILE_KERNEL  # transpose_tile: one block of 32 x 8 threads per 32 x 32 tile, calling transpose_block
 
 
 def transpose(x: torch.Tensor) -> torch.Tensor:
-    global _kernel
-    if _kernel is None:
-        _kernel = wb.cuda.RawKernel(SOURCE, "transpose_tile")
-    m, n = x.shape
-    out = wb.empty((n, m), x.dtype, x.device)
-    if out.numel():
-        _kernel(((n + 31) // 32, (m + 31) // 32), (32, 8), (to_raw(x), to_raw(out), np.int32(m), np.int32(n)))
-    return out
+    return tile_transpose(SOURCE, x)
