@@ -21,6 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from workbench import MODE, empty, register
 
 
@@ -50,7 +51,14 @@ GPU_CFG = {"BM": 128, "BN": 128, "BK": 64}
 CPU_CFG = {"BM": 32, "BN": 32, "BK": 32}
 
 
-@register("gemm_fp8", "triton_fp8_tile", backend="triton", bf16_dot=False,
+def _spec() -> dict:
+    # The GPU launch (e4m3 tiles straight into tl.dot), for wb.inspect: N, K % 16 == 0 as at the bench shapes.
+    return triton_spec(fp8_tile_kernel, torch.float8_e4m3fn,
+                       types={"c_ptr": torch.bfloat16, "sa_ptr": torch.float32, "sb_ptr": torch.float32},
+                       divisible_ints=["N", "K"], **GPU_CFG, DOT_F16=False, num_warps=8, num_stages=3)
+
+
+@register("gemm_fp8", "triton_fp8_tile", backend="triton", bf16_dot=False, inspect_spec=_spec,
           idea="One program per output tile: e4m3 tiles (bt read K-major) into an fp32 accumulator, scales once.")
 def triton_fp8_tile(a: torch.Tensor, bt: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor
                     ) -> torch.Tensor:
