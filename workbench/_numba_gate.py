@@ -376,7 +376,7 @@ class _Helper:
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", NUMBA_DISABLE_CUDA="0")
         self.log = tempfile.TemporaryFile()
         try:
-            # -I: no script directory on sys.path (workbench/profile.py would shadow the stdlib's profile)
+            # -I: no script directory on sys.path (workbench/cupy would be imported instead of the cupy package)
             from workbench.registry import KERNELS_PACKAGE  # the helper cannot import it: it is told
 
             self.proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__), "--serve", KERNELS_PACKAGE],

@@ -1,6 +1,6 @@
 """Compare a ladder's variants by their exact emulated counters: ``wb.counters_table(op, variants, *inputs)``.
 
-Each variant runs once on the same small problem under :func:`workbench.profile.profile`, and the table shows, row by
+Each variant runs once on the same small problem under :func:`workbench.profile`, and the table shows, row by
 row, what decides its memory cost:
 
 - **sectors per request** (loads and stores): 32-byte sectors a warp's global access touches; 4 for 32 consecutive

@@ -378,9 +378,13 @@ def _source_files(spec: TableSpec) -> list[Path]:
     from workbench.registry import variant
 
     root = Path(workbench.__file__).resolve().parent
-    files = [root / "profile.py", root / "counters.py", root / "cuda" / "_cpu.py", root / "_triton_interp.py",
-             root / "cuda" / "arch.py", root / "hardware.py", root / "inspection.py", root / "ladder.py",
-             Path(__file__).resolve()]
+    files = [root / "profile_counters.py", root / "profile_metrics.py", root / "counters.py",
+             root / "cuda" / "_cpu.py", root / "cuda" / "_cpu_build.py", root / "cuda" / "_cpu_args.py",
+             root / "_triton_interp.py", root / "cuda" / "arch.py", root / "hardware.py", root / "inspection.py",
+             root / "ladder.py", Path(__file__).resolve()]
+    missing = [f for f in files if not f.is_file()]
+    if missing:  # a renamed module would otherwise hash as missing and never refresh a cached table
+        raise FileNotFoundError(f"profile drills: the counting code moved; update _source_files ({missing})")
     for k in (spec.kernel, spec.fixed):
         if k is None:
             continue
