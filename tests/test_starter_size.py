@@ -2,8 +2,11 @@
 
 A starter is its solution file outside the ``# >>> learner`` regions (workbench/practice/starters.py). Every code
 line out there is one the learner reads but does not write: imports, the signatures of the functions they fill in,
-and the call into the given kernel and launch (``kernels/<op>/ex_common.py``). Counted here, so that the loads,
-loops and launch plumbing of a kernel cannot drift back into a notebook's starter cell.
+and the call into the given kernel and launch (``kernels/<op>/ex_common.py``). The given kernel calls the
+learner's helpers: a Triton kernel by name (kernels/_triton_hooks.py), a Numba kernel built around its
+``@cuda.jit(device=True)`` helpers, a CUDA C kernel (an ``ex_*.cuh`` beside ex_common.py) appended to the learner's
+``__device__`` source. Counted here, so that the loads, loops and launch plumbing of a kernel cannot drift back into
+a notebook's starter cell.
 """
 
 from __future__ import annotations
@@ -61,3 +64,43 @@ def test_attention_starters_call_the_given_kernel():
                         ("attention-bwd-dkdv", "return flash_backward(")):
         starter = wb.exercise(ex_id).starter
         assert call in starter and "tl.load(" not in starter and "[grid](" not in starter, ex_id
+
+
+# Each starter's call into its op's given kernel (ex_common.py), and what only the given part may hold: the kernel
+# entry point, its shared and local arrays, its output allocation and stores, its launch.
+GIVEN_CALLS = {
+    "gemm-smem-tiling": "return smem_gemm(tile_gemm, a, b)",
+    "gemm-register-blocking": "return regblock_gemm(block_gemm, a, b)",
+    "moe-align-block-size": "return align(padded_offsets, scatter, topk_ids, E, block)",
+    "softmax-online": "return online_softmax(online_update, x)",
+    "softmax-warp-shuffle": "return warp_softmax(SOURCE, x)",
+    "transpose-coalesce": "return tile_transpose(SOURCE, x)",
+    "transpose-bank-conflicts": "return tile_transpose(SOURCE, x)",
+}
+GIVEN_ONLY = ("__global__", "RawKernel", "cuda.shared.array", "cuda.local.array", "wb.empty", "tl.store(", "[grid")
+
+
+@pytest.mark.parametrize("ex_id", sorted(GIVEN_CALLS))
+def test_numba_cuda_and_triton_starters_call_the_given_kernel(ex_id):
+    starter = wb.exercise(ex_id).starter
+    assert GIVEN_CALLS[ex_id] in starter, ex_id
+    assert not [g for g in GIVEN_ONLY if g in starter], ex_id
+
+
+def test_a_given_kernel_refuses_a_helper_it_cannot_call():
+    import torch
+
+    from kernels.gemm.ex_common import smem_gemm
+    from kernels.moe.ex_common import align
+    from kernels.softmax.ex_common import warp_softmax
+
+    def tile_gemm(*args):  # a plain Python function: a GPU kernel cannot call it
+        return None
+
+    x = torch.zeros(2, 2)
+    with pytest.raises(TypeError, match=r"smem_gemm: tile_gemm must be a @cuda.jit\(device=True\) function"):
+        smem_gemm(tile_gemm, x, x)
+    with pytest.raises(TypeError, match=r"moe_align exercise: padded_offsets must be a @cuda.jit\(device=True\)"):
+        align(tile_gemm, tile_gemm, torch.zeros(2, 2, dtype=torch.int32), 4, 4)
+    with pytest.raises(TypeError, match="warp_softmax: expected the exercise's CUDA source text"):
+        warp_softmax("__device__ float warp_max(float v) { return v; }", x)

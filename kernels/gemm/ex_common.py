@@ -17,6 +17,7 @@ once per helper, as a kernel that called it by name would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -70,13 +71,14 @@ TILE = 16  # gemm-smem-tiling: 16 x 16 threads per block, 16 x 16 tiles of a and
 T = 2  # gemm-register-blocking: each thread computes a T x T = 2 x 2 block of c
 THREADS = 8  # gemm-register-blocking: 8 x 8 threads per block -> a 16 x 16 tile of c
 
-_BUILT: dict[tuple[str, int], tuple[object, object]] = {}  # (factory, id(helper)) -> (helper, kernel)
+_BUILT: dict[tuple[str, int], tuple[Any, Any]] = {}  # (factory, id(helper)) -> (helper, kernel)
 
 
-def _built(make: object, caller: str, name: str, helper: object) -> object:
+def _built(make: Callable[[Any], Callable], caller: str, name: str, helper: Any) -> Any:
     """Return ``make(helper)`` compiled as a Numba kernel, built once per helper (a device function)."""
     if not getattr(helper, "_device", False) and not getattr(helper, "targetoptions", {}).get("device", False):
-        raise TypeError(f"{caller}: {name} must be a @cuda.jit(device=True) function, got {helper!r}")
+        raise TypeError(f"{caller}: {name} must be a @cuda.jit(device=True) function (the given kernel calls it on "
+                        f"the GPU), got {helper!r}; put @cuda.jit(device=True) on the line above `def {name}`")
     key = (make.__name__, id(helper))
     hit = _BUILT.get(key)
     if hit is None or hit[0] is not helper:
@@ -96,7 +98,7 @@ def _make_smem_kernel(tile_gemm):
     return smem_kernel
 
 
-def smem_gemm(tile_gemm: object, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def smem_gemm(tile_gemm: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Return a @ b from smem_kernel: one 16 x 16 block of threads per 16 x 16 tile of c, ``tile_gemm`` per thread."""
     kernel = _built(_make_smem_kernel, "smem_gemm", "tile_gemm", tile_gemm)
     m, k = a.shape
@@ -120,7 +122,7 @@ def _make_regblock_kernel(block_gemm):
     return regblock_kernel
 
 
-def regblock_gemm(block_gemm: object, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def regblock_gemm(block_gemm: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Return a @ b from regblock_kernel: 8 x 8 threads per block, a T x T block of c per thread by ``block_gemm``."""
     kernel = _built(_make_regblock_kernel, "regblock_gemm", "block_gemm", block_gemm)
     m, k = a.shape

@@ -101,7 +101,7 @@ def down_and_combine(a: torch.Tensor, w2: torch.Tensor, weights: torch.Tensor, s
 MAX_E = 1024  # shared-memory counters: 2 x 1024 x 4 B = 8 KiB, well inside one block's 48 KiB
 THREADS = 32  # one block; the Numba simulator runs one OS thread per CUDA thread, so keep it small
 
-_ALIGN: dict[tuple[int, int], tuple[object, object, object]] = {}  # (ids of the helpers) -> (helpers, kernel)
+_ALIGN: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # (ids of the helpers) -> (helpers, kernel)
 
 
 def _is_device_function(f: object) -> bool:
@@ -136,12 +136,13 @@ def _make_align_kernel(padded_offsets, scatter):
     return align_kernel
 
 
-def align(padded_offsets: object, scatter: object, topk_ids: torch.Tensor, E: int, block: int  # noqa: N803
+def align(padded_offsets: Any, scatter: Any, topk_ids: torch.Tensor, E: int, block: int  # noqa: N803
           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Return (sorted_ids, expert_ids, n_padded) of ``topk_ids`` from align_kernel with the learner's two steps."""
     for name, f in (("padded_offsets", padded_offsets), ("scatter", scatter)):
         if not _is_device_function(f):
-            raise TypeError(f"moe_align exercise: {name} must be a @cuda.jit(device=True) function, got {f!r}")
+            raise TypeError(f"moe_align exercise: {name} must be a @cuda.jit(device=True) function (the given "
+                            f"kernel calls it on the GPU), got {f!r}; put @cuda.jit(device=True) above `def {name}`")
     t, k = topk_ids.shape
     if E > MAX_E:
         raise ValueError(f"moe_align exercise: E={E} > MAX_E={MAX_E} shared-memory counters")
