@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from workbench.profile_metrics import METRICS, resolve
 
@@ -188,6 +185,7 @@ def measure(fn: Callable, op: str, budgets: list[Budget], shape: Mapping[str, An
     """Profile one call of ``fn`` (called like ``op``) at ``shape`` and ``dtype`` and judge ``budgets`` on it."""
     from workbench import profile_counters as _profile
     from workbench._mode import MODE
+    from workbench.checker import quiet_floating_point  # here: the checker imports this module
     from workbench.registry import dtype_name, get_op, make_inputs
 
     spec = get_op(op)
@@ -195,8 +193,7 @@ def measure(fn: Callable, op: str, budgets: list[Budget], shape: Mapping[str, An
     where = ", ".join(f"{k}={v}" for k, v in shape.items()) + f", {dtype_name(dtype)}"
     inputs = make_inputs(spec.name, dtype=dtype, seed=0, **dict(shape))  # make sees causal & co. too
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):  # as the checker's runs: values are judged there
-            warnings.filterwarnings("ignore", message=r".*(encountered|empty slice)", category=RuntimeWarning)
+        with quiet_floating_point():  # as the checker's runs: values are judged there
             prof = _profile.profile(fn, *inputs, **kw)
     except _profile.ProfileError as e:
         if MODE == "gpu":  # no ncu, or a call ncu cannot replay: say so, do not judge

@@ -28,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels._launch import triton_spec
 from workbench import MODE, empty, register
 
 
@@ -60,14 +61,10 @@ CPU_CFG = {"BM": 32, "BN": 32, "GROUP": 128}
 
 
 def _spec() -> dict:
-    # The GPU launch as compiled for sm_90 at a bench shape (pointers and N, K divisible by 16, as Triton
-    # specialises them when launched there).
-    sig = {"a_ptr": "*fp8e4nv", "as_ptr": "*fp32", "b_ptr": "*fp8e4nv", "bs_ptr": "*fp32", "c_ptr": "*bf16",
-           "M": "i32", "N": "i32", "K": "i32", "BM": "constexpr", "BN": "constexpr", "GROUP": "constexpr",
-           "DOT_F16": "constexpr"}
-    return {"kind": "triton", "fn": fp8_block_kernel, "signature": sig,
-            "divisible_by_16": [k for k, v in sig.items() if v.startswith("*")] + ["N", "K"],
-            "constexprs": {**GPU_CFG, "DOT_F16": False}, "num_warps": 8, "num_stages": 3}
+    # The GPU launch as compiled for sm_90 at a bench shape (N, K divisible by 16, as Triton specialises them).
+    return triton_spec(fp8_block_kernel, torch.float8_e4m3fn,
+                       types={"as_ptr": torch.float32, "bs_ptr": torch.float32, "c_ptr": torch.bfloat16},
+                       divisible_ints=["N", "K"], **GPU_CFG, DOT_F16=False, num_warps=8, num_stages=3)
 
 
 @register("gemm_fp8_block", "triton_block", backend="triton", bf16_dot=False, inspect_spec=_spec,
