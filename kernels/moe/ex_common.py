@@ -20,13 +20,13 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
-from numba import cuda, int32
 
 import workbench as wb
 from kernels._triton_hooks import with_helpers
 from kernels.moe.reference import route
 from kernels.moe_align.reference import sizes, torch_sort
 from workbench.interop import to_numba
+from workbench.numba_helpers import cuda, int32  # stand-ins that refuse when numba is broken
 
 BLOCK = 16  # tiny tiles: the Triton interpreter costs ~1 ms per program, and tl.dot needs dims >= 16
 
