@@ -15,8 +15,14 @@ Fixes and guards, all installed once by :func:`install` (``import workbench`` in
   known parent package". The double-underscore names it adds are removed again after each rewrite.
 - **bfloat16.** numpy has no bfloat16, so the interpreter keeps bf16 values as raw ``uint16`` bit patterns and its
   arithmetic, comparisons, reductions and ``tl.dot`` on them return garbage silently (a bf16 ``tl.dot`` is off by
-  ~1e10). Loads, stores, ``tl.where`` and casts move the bits unchanged and are right. Every operation that would
+  ~1e10). Loads, stores and ``tl.where`` move the bits unchanged and are right. Every operation that would
   compute on bf16 values raises :class:`workbench.UnsupportedHere` naming the kernel and the operation instead.
+- **bfloat16 casts round as a GPU's do.** The interpreter's float32 -> bf16 cast *truncates* (a GPU's
+  ``.to(tl.bfloat16)`` rounds to nearest even, ``cvt.rn.bf16.f32``): an error of up to one bf16 ulp (2^-7
+  relative) where the GPU's is half of one, enough to fail a tight check of a correct kernel. Its float64, integer
+  -> bf16 and bf16 -> float64, integer casts convert the 16-bit patterns as integers: garbage. Every cast to or from
+  bf16 now goes through float32 and rounds to nearest even, bit for bit as on the GPU (an explicit
+  ``fp_downcast_rounding="rtz"`` still truncates).
 - **Every launch is bounds-checked.** An unmasked (live) lane of a ``tl.load``/``tl.store``/atomic whose address
   lies outside the storage of every tensor passed to the launch raises :class:`workbench.cuda.errors.MemcheckError`
   naming the kernel, line, program and the argument it ran past, where the interpreter would read or write the
@@ -159,6 +165,7 @@ def install() -> None:
     if hasattr(ti, "GridExecutor") and hasattr(ti, "InterpreterBuilder"):
         _install_launch_context(ti)
         _install_bf16_guard(ti)
+        _install_bf16_casts(ti)
         _install_memcheck(ti)
         _install_counters(ti)
         _install_pointer_casts(ti)
@@ -361,6 +368,48 @@ def _install_bf16_guard(ti: Any) -> None:
     builder.create_fma, builder.create_dot = create_fma, create_dot
     for cls in (ti.ReduceOps, ti.ScanOps):
         _guard_reduce(cls)
+
+
+def _bf16_bits(values: np.ndarray) -> np.ndarray:
+    """Round float values to bfloat16 (nearest even, NaN kept) and return the bit patterns as uint16."""
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64 if values.dtype == np.float64 else np.float32))
+    return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+
+
+def _bf16_values(bits: np.ndarray) -> np.ndarray:
+    """Widen bfloat16 bit patterns (uint16) to their float32 values (exact)."""
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _install_bf16_casts(ti: Any) -> None:
+    """Make every interpreter cast to or from bfloat16 convert values, rounding to nearest even as a GPU does."""
+    import triton.language as tl
+
+    builder = ti.InterpreterBuilder
+    cast_impl, fp_to_fp = builder.cast_impl, builder.create_fp_to_fp
+
+    def convert(src: Any, dst_type: Any) -> Any:
+        data, dst = src.data, dst_type.scalar
+        if src.dtype.scalar == tl.bfloat16:
+            data = _bf16_values(data)
+        if dst == tl.bfloat16:
+            return ti.TensorHandle(_bf16_bits(data.astype(np.float64) if data.dtype.kind in "iub" else data), dst)
+        return ti.TensorHandle(data.astype(ti._get_np_dtype(dst_type)), dst)  # bf16 -> float or int: by value
+
+    def patched_cast(self: Any, src: Any, dst_type: Any) -> Any:
+        if tl.bfloat16 in (src.dtype.scalar, dst_type.scalar):
+            return convert(src, dst_type)
+        return cast_impl(self, src, dst_type)
+
+    def patched_fp_to_fp(self: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:
+        rtne = rounding_mode is None or rounding_mode == ti._ir.ROUNDING_MODE.RTNE
+        if dst_type.scalar == tl.bfloat16 and rtne and src.data.dtype in (np.float16, np.float32, np.float64):
+            return ti.TensorHandle(_bf16_bits(src.data), dst_type.scalar)
+        return fp_to_fp(self, src, dst_type, rounding_mode)
+
+    builder.cast_impl, builder.create_fp_to_fp = patched_cast, patched_fp_to_fp
 
 
 def _guard_reduce(cls: Any) -> None:
