@@ -306,7 +306,7 @@ MISTAKES = [
      [("tile[TILE][TILE + 1];", "tile[TILE + 1][TILE];")], "over_budget"),
     ("moe-fp8-requant", "one scale of 1 for every row instead of amax / 448 per row and group",
      [("scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(h), axis=1), 1e-12), 448.0)",
-       "scale = tl.full((BLOCK_M,), 1.0, tl.float32)")], "precision"),
+       "scale = tl.full((h.shape[0],), 1.0, tl.float32)")], "precision"),
 ]
 
 

@@ -7,9 +7,10 @@ histogram, and ``scatter(ids, n, cursor, sorted_ids, tid, nt)``, run by every th
 follows it. :func:`align` launches it.
 
 ``ex-silu`` (moe-silu-and-mul) writes ``silu_and_mul``, the epilogue that ``gate_up_kernel`` (here) calls, and
-borrows the solved down-and-combine launch from here; ``ex-combine`` (moe-weighted-combine) fills in the down
-kernel and borrows the solved gate/up launch. The solved epilogue and down kernel live in their solution files;
-this module only wraps them, so each is written exactly once.
+borrows the solved down-and-combine launch from here; ``ex-combine`` (moe-weighted-combine) writes
+``combine_rows``, the epilogue that ``down_combine_kernel`` (here) calls, and borrows the solved gate/up launch.
+The solved epilogues live in their solution files; this module only binds them, so each is written exactly once.
+The known-wrong ``wrong_combine_store`` (wrong.py) is this down kernel with a storing epilogue.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from workbench.numba_helpers import cuda, int32  # stand-ins that refuse when nu
 BLOCK = 16  # tiny tiles: the Triton interpreter costs ~1 ms per program, and tl.dot needs dims >= 16
 
 silu_and_mul = None  # the epilogue gate_up_kernel calls: bound per launch by gate_up_silu
+combine_rows = None  # the epilogue down_combine_kernel calls: bound per launch by down_and_combine
 
 
 @triton.jit
@@ -83,17 +85,41 @@ def gate_up_silu(x: torch.Tensor, w1: torch.Tensor, sorted_ids: torch.Tensor, ex
     return a
 
 
-def down_and_combine(a: torch.Tensor, w2: torch.Tensor, weights: torch.Tensor, sorted_ids: torch.Tensor,
-                     expert_ids: torch.Tensor, n_padded: torch.Tensor, t: int, top_k: int) -> torch.Tensor:
-    """Return out[T, d] = sum over each token's slots of weight * (a w2[e]^T), with the solved kernel of ex-combine."""
-    from kernels.moe.ex_combine_solution import down_combine_kernel
+@triton.jit
+def down_combine_kernel(a_ptr, w2_ptr, out_ptr, weight_ptr, sorted_ptr, expert_ptr, npad_ptr, n_slots, top_k, d,
+                        inter, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)  # a block of BLOCK_M padded rows, all of one expert
+    pid_n = tl.program_id(1)  # a tile of BLOCK_N output columns of d
+    if pid_m * BLOCK_M >= tl.load(npad_ptr):
+        return
+    e = tl.load(expert_ptr + pid_m).to(tl.int64)
+    slots = tl.load(sorted_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
+    valid = slots < n_slots
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, inter, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + slots[:, None] * inter + ks[None, :], mask=valid[:, None] & (ks[None, :] < inter),
+                    other=0.0)
+        w = tl.load(w2_ptr + e * d * inter + cols[None, :] * inter + ks[:, None],
+                    mask=(ks[:, None] < inter) & (cols[None, :] < d), other=0.0)  # w2[e].T tile: [BLOCK_K, BLOCK_N]
+        acc = tl.dot(a, w, acc, input_precision=PRECISION)
+    combine_rows(out_ptr, acc, weight_ptr, slots, valid, cols, top_k, d)  # the fused epilogue: the exercise's helper
 
+
+def down_and_combine(a: torch.Tensor, w2: torch.Tensor, weights: torch.Tensor, sorted_ids: torch.Tensor,
+                     expert_ids: torch.Tensor, n_padded: torch.Tensor, t: int, top_k: int,
+                     combine_rows: Any = None) -> torch.Tensor:
+    """Return out[T, d] = sum over each token's slots of weight * (a w2[e]^T) (by default ex-combine's epilogue)."""
+    if combine_rows is None:
+        from kernels.moe.ex_combine_solution import combine_rows
+    kernel = with_helpers(down_combine_kernel, "down_and_combine", combine_rows=combine_rows)
     d, inter = w2.shape[1], w2.shape[2]
-    out = torch.zeros((t, d), dtype=torch.float32, device=a.device)
+    out = torch.zeros((t, d), dtype=torch.float32, device=a.device)  # atomics accumulate in fp32
     grid = (expert_ids.numel(), triton.cdiv(d, BLOCK))
-    down_combine_kernel[grid](a, w2, out, weights, sorted_ids, expert_ids, n_padded, t * top_k, top_k, d, inter,
-                              PRECISION="ieee" if a.dtype == torch.float32 else "tf32",
-                              BLOCK_M=BLOCK, BLOCK_N=BLOCK, BLOCK_K=BLOCK)
+    kernel[grid](a, w2, out, weights, sorted_ids, expert_ids, n_padded, t * top_k, top_k, d, inter,
+                 PRECISION="ieee" if a.dtype == torch.float32 else "tf32", BLOCK_M=BLOCK, BLOCK_N=BLOCK, BLOCK_K=BLOCK)
     return out.to(a.dtype)
 
 

@@ -15,8 +15,9 @@ the check shape with I = 136 puts the up rows 136..271 across blocks 1 and 2 and
 says, honestly: ``precision``. Only 8 of the 136 intermediate columns (120..127, rows 256..263 of w1, in block 2)
 get the wrong scale, and the down GEMM sums them into every output element: a pattern of small errors spread
 everywhere, not of wrong indices. The diagnosis names the pattern, not the cause; that only I = 136 fails is the
-clue. Its kernel is the exercise's solved gate/up kernel (``ex_requant_solution.py``) with that one line changed,
-run by the exercise's pipeline (``ex_common.run_with_gate_up``).
+clue. Its kernel is the exercise's gate/up kernel (``ex_common.gate_up_requant_kernel``, with the solved
+``requant_rows`` of ``ex_requant_solution.py``) with that one line changed, run by the exercise's pipeline
+(``ex_common.run_with_gate_up``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import triton
 import triton.language as tl
 
 from kernels.moe_fp8.ex_common import run_with_gate_up
+from kernels.moe_fp8.ex_requant_solution import requant_rows  # noqa: F401  (the epilogue the kernel calls)
 from kernels.moe_fp8.reference import _experts
-from kernels.moe_fp8.v1_triton_block import e4m3_rne
 from workbench import register
 
 
@@ -75,8 +76,7 @@ def gate_up_up_scale_bug_kernel(xq_ptr, xs_ptr, w1q_ptr, w1s_ptr, aq_ptr, as_ptr
         gate += tl.dot(a, wg) * (sa[:, None] * sg[None, :])
         up += tl.dot(a, wu) * (sa[:, None] * su[None, :])
     h = gate / (1.0 + tl.exp(-gate)) * up  # SiLU(gate) * up in fp32: [BLOCK_M, 128], one group per row
-    scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(h), axis=1), 1e-12), 448.0)
-    q = e4m3_rne(tl.math.div_rn(h, scale[:, None]))
+    q, scale = requant_rows(h)  # the epilogue's requantization (the exercise's solved helper)
     slots64 = slots.to(tl.int64)
     tl.store(aq_ptr + slots64[:, None] * inter + cols[None, :], q.to(aq_ptr.dtype.element_ty),
              mask=valid[:, None] & (cols[None, :] < inter))
