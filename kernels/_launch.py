@@ -180,6 +180,25 @@ def _triton_type(t: Any) -> str:
     return type_canonicalisation_dict[t]
 
 
+_LEARNER_BUILT: dict[tuple[str, str], Any] = {}  # (source text, kernel name) -> its compiled RawKernel
+
+
+def learner_raw_kernel(caller: str, source: Any, name: str, expected: str) -> Any:
+    """Return the RawKernel ``name`` compiled from an exercise's CUDA source (cached per source text).
+
+    ``source`` is the learner's ``__device__`` helpers followed by the given kernel's text; anything else is a
+    TypeError naming ``caller`` and ``expected`` (what the source should hold).
+    """
+    if not isinstance(source, str) or name not in source:
+        raise TypeError(f"{caller}: expected the exercise's CUDA source text, {expected}, which defines {name}")
+    kernel = _LEARNER_BUILT.get((source, name))
+    if kernel is None:
+        import workbench as wb
+
+        kernel = _LEARNER_BUILT[(source, name)] = wb.cuda.RawKernel(source, name)
+    return kernel
+
+
 def dot_precision(dtype: torch.dtype) -> str:
     """Return ``tl.dot``'s ``input_precision`` for inputs of ``dtype``: a true fp32 dot ("ieee") for fp32.
 

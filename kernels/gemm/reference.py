@@ -17,6 +17,16 @@ from workbench.registry import Op, contract, register, register_op
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
+def cubes(*sizes: int) -> list[dict]:
+    """Return the shapes M = N = K = n for each n: the GEMM family's benchmark sizes."""
+    return [{"M": n, "N": n, "K": n} for n in sizes]
+
+
+def cube_edge(s: dict) -> int:
+    """Return the edge of the cube with a shape's M*N*K: one size axis for a GEMM's plots."""
+    return round(math.pow(s["M"] * s["N"] * s["K"], 1 / 3))
+
+
 def validate(a: torch.Tensor, b: torch.Tensor) -> dict:
     """Check the inputs of gemm and return the shape {M, N, K}."""
     require_tensor("gemm", "a", a, 2, DTYPES, "[M,K]")
@@ -92,10 +102,8 @@ OP = register_op(Op(
     check_shapes=[{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 9}, {"M": 64, "N": 64, "K": 64},
                   {"M": 127, "N": 65, "K": 129}],
     package="kernels.gemm.variants",
-    bench_shapes={"gpu": [{"M": n, "N": n, "K": n} for n in (512, 1024, 2048, 4096, 8192)],
-                  "quick": [{"M": 1024, "N": 1024, "K": 1024}, {"M": 4096, "N": 4096, "K": 4096}],
-                  "cpu": [{"M": 64, "N": 64, "K": 64}]},
-    size_key=lambda s: round(math.pow(s["M"] * s["N"] * s["K"], 1 / 3)),
+    bench_shapes={"gpu": cubes(512, 1024, 2048, 4096, 8192), "quick": cubes(1024, 4096), "cpu": cubes(64)},
+    size_key=cube_edge,
     specials=("special",),
     doc="2MNK FLOPs over (MK+KN+MN) elements: intensity grows with size, so big GEMMs are compute-bound.",
 ))

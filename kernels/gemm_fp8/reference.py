@@ -12,10 +12,9 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+from kernels.gemm.reference import cube_edge, cubes
 from workbench.contracts import randn, require, require_tensor
 from workbench.registry import Op, contract, register, register_op
 
@@ -75,9 +74,8 @@ OP = register_op(Op(
                   {"M": 127, "N": 65, "K": 129}],
     dtypes=(torch.bfloat16,),
     package="kernels.gemm_fp8.variants",
-    bench_shapes={"gpu": [{"M": n, "N": n, "K": n} for n in (1024, 2048, 4096, 8192)],
-                  "quick": [{"M": 4096, "N": 4096, "K": 4096}], "cpu": [{"M": 64, "N": 64, "K": 64}]},
-    size_key=lambda s: round(math.pow(s["M"] * s["N"] * s["K"], 1 / 3)),
+    bench_shapes={"gpu": cubes(1024, 2048, 4096, 8192), "quick": cubes(4096), "cpu": cubes(64)},
+    size_key=cube_edge,
     doc="e4m3 inputs with per-tensor fp32 scales, fp32 accumulation, bf16 output; b given K-major as bt[N,K].",
 ))
 

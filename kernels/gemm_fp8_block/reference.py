@@ -24,10 +24,9 @@ group or block, so each group's largest element lands on e4m3's largest finite v
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+from kernels.gemm.reference import cube_edge, cubes
 from kernels.gemm_fp8.reference import FP8
 from kernels.moe_fp8.reference import (
     GROUP,
@@ -109,9 +108,8 @@ OP = register_op(Op(
                   {"M": 9, "N": 150, "K": 260}],
     dtypes=(torch.bfloat16,),
     package="kernels.gemm_fp8_block.variants",
-    bench_shapes={"gpu": [{"M": n, "N": n, "K": n} for n in (1024, 2048, 4096, 8192)],
-                  "quick": [{"M": 4096, "N": 4096, "K": 4096}], "cpu": [{"M": 64, "N": 64, "K": 256}]},
-    size_key=lambda s: round(math.pow(s["M"] * s["N"] * s["K"], 1 / 3)),
+    bench_shapes={"gpu": cubes(1024, 2048, 4096, 8192), "quick": cubes(4096), "cpu": [{"M": 64, "N": 64, "K": 256}]},
+    size_key=cube_edge,
     doc="e4m3 inputs, fp32 scales per 1x128 group of a and 128x128 block of b (DeepSeek-V3), bf16 output.",
 ))
 

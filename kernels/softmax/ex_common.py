@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 
 import workbench as wb
+from kernels._launch import learner_raw_kernel
 from kernels._triton_hooks import with_helpers
 from workbench.interop import to_raw
 
@@ -56,17 +57,10 @@ def online_softmax(online_update: Any, x: torch.Tensor) -> torch.Tensor:
 # ------------------------------------------------------------------------- softmax-warp-shuffle (CUDA C)
 WARP_KERNEL = (Path(__file__).parent / "ex_warp_kernel.cuh").read_text()  # after the learner's __device__ helpers
 
-_WARP_BUILT: dict[str, Any] = {}  # source text -> its compiled softmax_warp
-
-
 def warp_softmax(source: str, x: torch.Tensor) -> torch.Tensor:
     """Return softmax(x) over its last dim from the ``softmax_warp`` kernel of ``source``: one warp per row."""
-    if not isinstance(source, str) or "softmax_warp" not in source:
-        raise TypeError("warp_softmax: expected the exercise's CUDA source text, your __device__ functions followed "
-                        "by WARP_KERNEL (from kernels.softmax.ex_common), which defines softmax_warp")
-    kernel = _WARP_BUILT.get(source)
-    if kernel is None:
-        kernel = _WARP_BUILT[source] = wb.cuda.RawKernel(source, "softmax_warp")
+    kernel = learner_raw_kernel("warp_softmax", source, "softmax_warp",
+                                "your __device__ functions followed by WARP_KERNEL (from kernels.softmax.ex_common)")
     out = wb.empty_like(x)
     m, n = x.shape
     kernel((m,), (32,), (to_raw(x), to_raw(out), np.int32(n)))

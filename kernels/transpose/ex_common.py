@@ -9,27 +9,20 @@ exercise's ``SOURCE`` appends to its own; :func:`tile_transpose` compiles a sour
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
 import workbench as wb
+from kernels._launch import learner_raw_kernel
 from workbench.interop import to_raw
 
 TILE_KERNEL = (Path(__file__).parent / "ex_tile_kernel.cuh").read_text()  # after the learner's transpose_block
 
-_BUILT: dict[str, Any] = {}  # source text -> its compiled transpose_tile
-
-
 def tile_transpose(source: str, x: torch.Tensor) -> torch.Tensor:
     """Return x.T (a new [n, m] tensor) from the ``transpose_tile`` kernel of ``source``, one block per tile."""
-    if not isinstance(source, str) or "transpose_tile" not in source:
-        raise TypeError("tile_transpose: expected the exercise's CUDA source text, your __device__ transpose_block "
-                        "followed by TILE_KERNEL (from kernels.transpose.ex_common), which defines transpose_tile")
-    kernel = _BUILT.get(source)
-    if kernel is None:
-        kernel = _BUILT[source] = wb.cuda.RawKernel(source, "transpose_tile")
+    kernel = learner_raw_kernel("tile_transpose", source, "transpose_tile", "your __device__ transpose_block "
+                                "followed by TILE_KERNEL (from kernels.transpose.ex_common)")
     m, n = x.shape
     out = wb.empty((n, m), x.dtype, x.device)
     if out.numel():
