@@ -277,7 +277,7 @@ def test_implement_takes_source_text():
 @pytest.mark.parametrize("budgets, match", [
     ('budgets = { dram_bytes = "<= 1e6" }', "no profile metric named 'dram_bytes'"),
     ('budgets = { "global load efficiency" = 0.9 }', "must be a string such as"),
-    ('budget_shape = { N = 64 }', "'budget_shape' says where budgets are measured, but the drill has no 'budgets'"),
+    ('budget_shape = { N = 64 }', "'budget_shape' says where budgets are measured, but there are no 'budgets'"),
 ])
 def test_implement_budgets_are_checked_when_loaded(tmp_path, budgets, match):
     from workbench.practice.base import DrillDataError

@@ -1,9 +1,10 @@
 """Auto-checked exercises: a statement and starter code, then ``check``, ``hint`` and ``solution``.
 
 Each exercise lives beside its op's kernels (declared in ``kernels/<op>/exercises.toml``, like the drills) with its
-reference solution file. The starter the learner completes is generated from the solution's learner regions
-(:mod:`workbench.practice.starters`), so the two cannot drift apart. Both define one function with the op's signature
-(``entry``), so the checker can call either.
+reference solution file; its keys are the schema it shares with the implement drills, and its files run through
+the loader they share (:mod:`workbench.practice.learner_code`). The starter the learner completes is generated
+from the solution's learner regions (:mod:`workbench.practice.starters`), so the two cannot drift apart. Both
+define one function with the op's signature (``entry``), so the checker can call either.
 
 An exercise whose point is speed carries ``budgets`` (``{metric: "<= 4  # why"}``, see :mod:`workbench.budgets`)
 and the ``budget_shape`` they are measured at: its starter may be correct but slow, and ``check`` then answers
@@ -29,6 +30,7 @@ from workbench import budgets as _budgets
 from workbench.budgets import Budget
 from workbench.checker import CaseResult, CheckReport, check
 from workbench.practice import starters
+from workbench.practice.learner_code import load_entry, parse_spec
 from workbench.registry import get_op
 
 _EXERCISES: dict[str, Exercise] = {}
@@ -248,49 +250,26 @@ def _display_code(src: str, title: str) -> None:
         pass
 
 
-def load_function(path: Path, entry: str) -> Callable:
-    """Execute ``path`` in a fresh namespace and return its function ``entry`` (source stays inspectable)."""
-    ns: dict[str, Any] = {"__name__": f"workbench_exercise_{path.stem}", "__file__": str(path)}
-    exec(compile(path.read_text(), str(path), "exec"), ns)  # noqa: S102  (our own starter/solution files)
-    if entry not in ns:
-        raise NameError(f"{path} does not define {entry}()")
-    return ns[entry]
+load_function = load_entry  # load_function(ex.starter_file, ex.entry): the loader implement drills use too
+EXERCISE_KEYS = {"id": str, "title": str, "op": str, "solution": str, "entry": str}  # beside the shared schema
 
 
-def register_exercise(id: str, *, title: str, op: str, statement: str, solution: str, entry: str,  # noqa: A002
-                      hints: list[str], here: str, starter: str | None = None, backend: str | None = None,
-                      **check_kw: Any) -> Exercise:
-    """Register an exercise whose solution file sits beside ``here`` (pass ``__file__``).
+def register_exercise(id: str, *, here: str, starter: str | None = None, **table: Any) -> Exercise:  # noqa: A002
+    """Register an exercise from its table's keys (see :mod:`workbench.practice.learner_code`); pass ``__file__``.
 
-    The starter is generated from the solution's learner regions; ``starter=`` (a starter file) is refused.
+    The solution file sits beside ``here``; the starter is generated from its learner regions, so ``starter=`` (a
+    starter file) is refused.
     """
     if starter is not None:
         raise TypeError(f"exercise {id}: starter files are generated from the solution's learner regions "
                         "(workbench.practice.starters); mark them in the solution file and drop starter=")
-    _check_options(id, check_kw)
-    base = Path(here).parent
-    if backend not in (None, "cuda", "triton"):
-        raise ValueError(f"exercise {id}: backend must be 'cuda' or 'triton' (or left out), got {backend!r}")
-    ex = Exercise(id=id, title=title, op=op, statement=statement.strip(), solution_file=base / solution,
-                  entry=entry, hints=list(hints), check_kw=check_kw, backend=backend)
-    ex.budgets  # noqa: B018  (a misspelt metric or a malformed limit fails when the exercise is registered)
+    table = {"id": id, **table}
+    spec = parse_spec(f"{here}: exercise {id!r}", table, EXERCISE_KEYS, (*EXERCISE_KEYS, "statement", "hints"))
+    ex = Exercise(id=id, title=table["title"], op=table["op"], statement=spec.statement,
+                  solution_file=Path(here).parent / table["solution"], entry=table["entry"], hints=list(spec.hints),
+                  check_kw=dict(spec.check), backend=spec.backend)
     _EXERCISES[id] = ex
     return ex
-
-
-def _check_options(id: str, check_kw: dict[str, Any]) -> None:  # noqa: A002
-    """Refuse an option ``wb.check`` does not take (a misspelt key would fail only when a learner checks)."""
-    import inspect
-
-    from workbench.checker import check
-
-    known = [p.name for p in inspect.signature(check).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    unknown = sorted(set(check_kw) - set(known))
-    if unknown:
-        raise TypeError(f"exercise {id}: unknown option(s) {unknown}; the checker takes {known}")
-
-
-TUPLES = ("dtypes", "seeds", "cases")  # keys the checker takes as tuples (TOML has only arrays)
 
 
 def load_file(path: Path) -> list[Exercise]:
@@ -306,13 +285,14 @@ def load_file(path: Path) -> list[Exercise]:
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise ValueError(f"{path}: not a list of [[exercise]] tables (write [[exercise]], not [exercise])")
     out = []
-    for t in tables:
-        kw = {k: tuple(v) if k in TUPLES else v for k, v in t.items()}
+    for i, t in enumerate(tables):
+        if "id" not in t:
+            raise ValueError(f"{path}: exercise #{i + 1}: missing key 'id'")
         try:
-            out.append(register_exercise(kw.pop("id"), here=str(path), **kw))
-            out[-1].source = path
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"{path}: exercise {t.get('id', '?')!r}: {e}") from e
+            out.append(register_exercise(here=str(path), **t))
+        except TypeError as e:  # a key register_exercise takes from Python only (starter=, here=)
+            raise ValueError(f"{path}: exercise {t['id']!r}: {e}") from e
+        out[-1].source = path
     return out
 
 

@@ -4,7 +4,9 @@ The blank page is only the op's signature and contract docstring (no TODO skelet
 called like the op (or the source of a module that defines one named after the op) and runs ``wb.check`` on it,
 counting the kernel launches of the drill's backend: a function that passes but launched no CUDA C kernel in a
 CUDA C drill (``torch.add`` in a vecadd drill) fails with that reason. The model answer is a registered variant of
-the op: the ladder is the answer key.
+the op: the ladder is the answer key. A drill's keys (``statement``, ``backend``, ``dtypes``, ``budgets``, ...) are the
+schema it shares with the exercises, and a submitted source runs through their one loader
+(:mod:`workbench.practice.learner_code`).
 
 A drill about speed carries performance budgets (``budgets``: ``{metric: "<= 4  # why"}``, see
 :mod:`workbench.budgets`) measured by ``wb.profile`` at ``budget_shape`` once every run is correct: a correct answer
@@ -13,14 +15,10 @@ that misses one does not pass, and is told "Correct, but 32 sectors per store re
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import importlib
 import inspect as _inspect
-import linecache
-import shutil
-import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.practice.base import Drill, Grade
+from workbench.practice.learner_code import BACKENDS, load_entry
 
 
 def torch_function_mode_base() -> type:
@@ -37,10 +36,8 @@ def torch_function_mode_base() -> type:
     return TorchFunctionMode
 
 
-BACKENDS = ("cuda", "triton", "numba")
 BACKEND_NAMES = {"cuda": "CUDA C (through wb.cuda.RawKernel / RawModule)", "triton": "Triton (@triton.jit)",
                  "numba": "Numba (@cuda.jit)"}
-_TMP: list[Path] = []
 
 
 @contextlib.contextmanager
@@ -248,21 +245,6 @@ class _NoTorchCompute(torch_function_mode_base()):  # type: ignore[misc]
         return any(start <= p < start + n for start, n in self.ranges)
 
 
-def load_source(source: str, entry: str, where: str) -> Callable:
-    """Run ``source`` as a module (from a real file, so Triton can read its kernels) and return ``entry``."""
-    tmp = Path(tempfile.mkdtemp(prefix="wb-drill-"))
-    _TMP.append(tmp)
-    path = tmp / f"{entry}_answer.py"
-    path.write_text(source)
-    linecache.checkcache(str(path))
-    ns: dict[str, Any] = {"__name__": f"workbench_drill_answer_{entry}", "__file__": str(path)}
-    exec(compile(source, str(path), "exec"), ns)  # noqa: S102  (the learner's own answer)
-    fn = ns.get(entry)
-    if not callable(fn):
-        raise NameError(f"{where}: your source does not define a function named {entry}()")
-    return fn
-
-
 def _signature_text(fn: Callable) -> str:
     """Return ``fn``'s signature as source text (string annotations unquoted): ``(x: torch.Tensor) -> torch.Tensor``."""
     sig = _inspect.signature(fn)
@@ -278,12 +260,6 @@ def _signature_text(fn: Callable) -> str:
         params.append(s)
     ret = f" -> {ann(sig.return_annotation)}" if sig.return_annotation is not sig.empty else ""
     return f"({', '.join(params)}){ret}"
-
-
-@atexit.register
-def _cleanup() -> None:
-    for p in _TMP:
-        shutil.rmtree(p, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -363,6 +339,7 @@ class ImplementDrill(Drill):
     shapes: tuple[dict, ...] | None = None  # default: the op's ragged check shapes
     budgets: dict[str, str] = field(default_factory=dict)  # metric -> "<= 4  # why" (workbench.budgets)
     budget_shape: dict | None = None  # where the budgets are measured (default: the op's cpu bench shape)
+    options: dict[str, Any] = field(default_factory=dict)  # the table's other checker keys (seeds, cases, fixed_flags)
     inspect: Any = None  # a workbench.practice.hopper.InspectRule: graded by the compiled code where no GPU runs it
 
     @property
@@ -419,7 +396,8 @@ class ImplementDrill(Drill):
         from workbench.registry import variant
 
         # probes stay within what the statement promises: the sizes the model answer runs (its head dims, ...)
-        kw: dict[str, Any] = {"dtypes": self.checked_dtypes(), "runs_like": variant(self.op, self.model)}
+        kw: dict[str, Any] = {**self.options, "dtypes": self.checked_dtypes(),
+                              "runs_like": variant(self.op, self.model)}
         if self.shapes is not None:
             kw["shapes"] = [dict(s) for s in self.shapes]
         if self.budgets:
@@ -452,7 +430,7 @@ class ImplementDrill(Drill):
 
         if isinstance(answer, str):
             trusted = checker._trusted()
-            fn = load_source(answer, self.entry, f"drill {self.id}")
+            fn = load_entry(answer, self.entry, f"drill {self.id}")
             changed = checker._restore_checker(trusted)
             if changed:
                 return Grade(False, f"Not yet: your source changed the checker ({', '.join(sorted(changed)[:5])}); "

@@ -2,7 +2,8 @@
 
 A file holds ``chapter`` (the notebook the drills belong to, e.g. ``"01-gemm"``), optionally ``op`` (default: the
 folder's name) and an array of ``[[drill]]`` tables. Every key is checked: an unknown key, a missing one, a wrong
-type or value is a :class:`DrillDataError` naming the file and the drill, raised when the drills are loaded.
+type or value is a :class:`DrillDataError` naming the file and the drill, raised when the drills are loaded. The keys
+of a ``kind = "implement"`` drill are the schema it shares with the exercises (:mod:`workbench.practice.learner_code`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.practice.base import KINDS, LEVELS, TOPICS, Drill, DrillDataError
+from workbench.practice.learner_code import check_keys, parse_spec, strings
 
 try:
     import tomllib
@@ -26,9 +28,8 @@ except ModuleNotFoundError:  # Python 3.10: tomllib is 3.11+; tomli is the same 
 FILE_NAME = "drills.toml"
 COMMON = {"id": str, "kind": str, "level": str, "topic": str, "title": str}
 OPTIONAL_COMMON = {"hints": list, "op": str}
-KIND_KEYS: dict[str, tuple[dict[str, type], dict[str, type]]] = {  # kind: (required, optional)
-    "implement": ({"backend": str, "model": str, "task": str},
-                  {"dtypes": list, "shapes": list, "budgets": dict, "budget_shape": dict, "inspect": dict}),
+IMPLEMENT_KEYS = {"model": str, "inspect": dict}  # beside the schema implement drills share with exercises
+KIND_KEYS: dict[str, tuple[dict[str, type], dict[str, type]]] = {  # kind: (required, optional); implement: _implement
     "spot_the_bug": ({"variant": str, "show": list, "fix": list, "context": str, "why": str},
                      {"rename": dict, "resolve": dict, "edits": list, "check_shapes": list, "witness": dict,
                       "correct": dict}),
@@ -58,24 +59,8 @@ def drill_files() -> list[Path]:
 
 
 def _check_types(where: str, data: dict, required: dict[str, type], optional: dict[str, type]) -> None:
-    for key in required:
-        if key not in data:
-            raise DrillDataError(f"{where}: missing key {key!r}")
-    for key, val in data.items():
-        typ = required.get(key) or optional.get(key) or COMMON.get(key) or OPTIONAL_COMMON.get(key)
-        if typ is None:
-            known = sorted({*required, *optional, *COMMON, *OPTIONAL_COMMON})
-            raise DrillDataError(f"{where}: unknown key {key!r} (known: {known})")
-        if typ is float and isinstance(val, int) and not isinstance(val, bool):
-            continue
-        if not isinstance(val, typ) or (typ is int and isinstance(val, bool)):
-            raise DrillDataError(f"{where}: {key!r} must be a {typ.__name__}, got {type(val).__name__}")
+    check_keys(where, data, required, {**optional, **COMMON, **OPTIONAL_COMMON})
 
-
-def _strings(where: str, key: str, items: list) -> tuple[str, ...]:
-    if not all(isinstance(s, str) and s.strip() for s in items):
-        raise DrillDataError(f"{where}: every entry of {key!r} must be a non-empty string")
-    return tuple(items)
 
 
 def _common(where: str, raw: dict, file_op: str, chapter: str, path: Path) -> dict[str, Any]:
@@ -92,7 +77,7 @@ def _common(where: str, raw: dict, file_op: str, chapter: str, path: Path) -> di
         raise DrillDataError(f"{where}: 'hints' must be a list of strings")
     return {"id": raw["id"], "kind": raw["kind"], "level": raw["level"], "topic": raw["topic"],
             "title": raw["title"].strip(), "op": raw.get("op", file_op), "chapter": chapter,
-            "hints": list(_strings(where, "hints", hints)), "source": str(path)}
+            "hints": list(strings(where, "hints", hints)), "source": str(path)}
 
 
 def _pairs(where: str, key: str, items: list) -> tuple[tuple[str, str, str], ...]:
@@ -108,31 +93,20 @@ def _pairs(where: str, key: str, items: list) -> tuple[tuple[str, str, str], ...
 
 
 def _implement(where: str, raw: dict, common: dict) -> Drill:
-    from workbench.budgets import BudgetError, parse
-    from workbench.practice.implement import BACKENDS, ImplementDrill
+    from workbench.practice.implement import ImplementDrill
 
-    if raw["backend"] not in BACKENDS:
-        raise DrillDataError(f"{where}: backend {raw['backend']!r} is not one of {list(BACKENDS)}")
-    budgets = raw.get("budgets", {})
-    try:
-        parse(budgets, where)  # a misspelt metric or a limit that is not '<op> <number>' fails here, when loaded
-    except BudgetError as e:
-        raise DrillDataError(str(e)) from None
-    budget_shape = raw.get("budget_shape")
-    if budget_shape is not None and not budgets:
-        raise DrillDataError(f"{where}: 'budget_shape' says where budgets are measured, but the drill has no 'budgets'")
-    shapes = raw.get("shapes")
+    spec = parse_spec(where, raw, {**COMMON, **OPTIONAL_COMMON, **IMPLEMENT_KEYS}, ("statement", "backend", "model"))
     rule = None
     if "inspect" in raw:  # graded by the compiled code where no GPU runs it (workbench/practice/hopper.py)
         from workbench.practice.hopper import parse_rule
 
-        if raw["backend"] != "cuda":
-            raise DrillDataError(f"{where}: an 'inspect' rule grades CUDA C kernels; the backend is {raw['backend']!r}")
+        if spec.backend != "cuda":
+            raise DrillDataError(f"{where}: an 'inspect' rule grades CUDA C kernels; the backend is {spec.backend!r}")
         rule = parse_rule(where, raw["inspect"])
-    return ImplementDrill(**common, backend=raw["backend"], model=raw["model"], task=raw["task"].strip(),
-                          dtypes=_strings(where, "dtypes", raw.get("dtypes", [])),
-                          shapes=None if shapes is None else tuple(shapes), budgets=dict(budgets),
-                          budget_shape=None if budget_shape is None else dict(budget_shape), inspect=rule)
+    kw = dict(spec.check)
+    return ImplementDrill(**common, backend=spec.backend, model=raw["model"], task=spec.statement,
+                          dtypes=kw.pop("dtypes", ()), shapes=kw.pop("shapes", None), budgets=kw.pop("budgets", {}),
+                          budget_shape=kw.pop("budget_shape", None), options=kw, inspect=rule)
 
 
 def _spot(where: str, raw: dict, common: dict) -> Drill:
@@ -148,7 +122,7 @@ def _spot(where: str, raw: dict, common: dict) -> Drill:
     correct = raw.get("correct", {})
     if not all(isinstance(v, str) and ":" in v for v in correct.values()):
         raise DrillDataError(f"{where}: 'correct' maps a shown name to 'module:function' of a correct kernel")
-    return SpotTheBugDrill(**common, variant=raw["variant"], show_items=_strings(where, "show", raw["show"]),
+    return SpotTheBugDrill(**common, variant=raw["variant"], show_items=strings(where, "show", raw["show"]),
                            renames=dict(renames), consts=dict(raw.get("resolve", {})),
                            edits=_pairs(where, "edits", raw.get("edits", [])), fixes=fixes,
                            context=raw["context"].strip(), why=raw["why"].strip(),
@@ -177,7 +151,7 @@ _FORM_REQUIRED = {"choice": {"choices", "answer"}, "select": {"statements"}, "co
 
 
 def _concept_choice(where: str, raw: dict) -> dict[str, Any]:
-    choices = _strings(where, "choices", raw["choices"])
+    choices = strings(where, "choices", raw["choices"])
     letters = string.ascii_lowercase[:len(choices)]
     if not 3 <= len(choices) <= 6 or raw["answer"] not in letters:
         raise DrillDataError(f"{where}: 3 to 6 choices and 'answer' one of {list(letters)}")
@@ -245,7 +219,7 @@ def _concept_code(where: str, raw: dict) -> dict[str, Any]:
 
 
 def _concept_explain(where: str, raw: dict) -> dict[str, Any]:
-    rubric = _strings(where, "rubric", raw["rubric"])
+    rubric = strings(where, "rubric", raw["rubric"])
     if len(rubric) < 2:
         raise DrillDataError(f"{where}: an explain drill's rubric lists at least 2 points to mark")
     return {"rubric": rubric, "model_text": raw["model_answer"].strip()}
@@ -269,7 +243,7 @@ def _concept(where: str, raw: dict, common: dict) -> Drill:
     build = {"choice": _concept_choice, "select": _concept_select, "order": _concept_order, "blank": _concept_blank,
              "code": _concept_code, "explain": _concept_explain}[form]
     return ConceptDrill(**common, form=form, question=raw["question"].strip(), why=raw["why"].strip(),
-                        references=_strings(where, "references", raw.get("references", [])), **build(where, raw))
+                        references=strings(where, "references", raw.get("references", [])), **build(where, raw))
 
 
 def _profile(where: str, raw: dict, common: dict) -> Drill:
@@ -300,8 +274,8 @@ def load_file(path: Path) -> list[Drill]:
     for i, raw in enumerate(data.get("drill", [])):
         where = f"{path}: drill {raw.get('id', f'#{i + 1}')!r}"
         common = _common(where, raw, file_op, chapter, path)
-        req, opt = KIND_KEYS[raw["kind"]]
-        _check_types(where, raw, req, opt)
+        if raw["kind"] in KIND_KEYS:  # an implement drill's keys are checked whole by parse_spec
+            _check_types(where, raw, *KIND_KEYS[raw["kind"]])
         out.append(BUILDERS[raw["kind"]](where, raw, common))
     return out
 
