@@ -160,6 +160,8 @@ def install() -> None:
         from triton.runtime import interpreter as ti
     except ImportError:  # no triton: nothing to fix
         return
+    global _NOT_KERNEL_CODE
+    _NOT_KERNEL_CODE = _library_dirs() + ("<",)  # "<frozen ...>", "<string>": not a kernel's file
     _install_scope_fix(ti)
     _install_globals_fix(ti)
     if hasattr(ti, "GridExecutor") and hasattr(ti, "InterpreterBuilder"):
@@ -427,15 +429,37 @@ def _guard_reduce(cls: Any) -> None:
 
 
 def _kernel_line(launch: _Launch | None) -> str:
-    """Return ' (file:line)' of the innermost frame of the running kernel's source, or ''."""
+    """Return ' (file:line)' of the kernel code running now, or ''.
+
+    That is the innermost frame of the kernel's own source or of a ``@triton.jit`` helper it called (a helper in
+    another file, as an exercise's, names its own line, not the kernel's call of it): the innermost frame outside
+    Triton, numpy and this package, provided the kernel's frame encloses it.
+    """
     if launch is None or not launch.filename:
         return ""
     f = sys._getframe(1)
+    inner = None
     while f is not None:
-        if f.f_code.co_filename == launch.filename:
-            return f" ({launch.filename}:{f.f_lineno})"
+        name = f.f_code.co_filename
+        if name == launch.filename:
+            at = inner or f
+            return f" ({at.f_code.co_filename}:{at.f_lineno})"
+        if inner is None and not name.startswith(_NOT_KERNEL_CODE):
+            inner = f
         f = f.f_back
     return ""
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import os
+
+    import numpy
+    import triton
+
+    return tuple(os.path.dirname(m.__file__) + os.sep for m in (triton, numpy, sys.modules["workbench"]))
+
+
+_NOT_KERNEL_CODE: tuple[str, ...] = ()
 
 
 def _check_access(kind: str, ptrs: Any, mask: Any) -> None:
