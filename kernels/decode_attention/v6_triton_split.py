@@ -77,7 +77,7 @@ def split_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq
     live = l_i > 0
     o = acc / tl.where(live, l_i, 1.0)[:, None]
     tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
+    tl.store(lse_ptr + row, tl.where(live, m + tl.log(l_i), float("-inf")), mask=gmask)
     if s == 0:  # the splits this launch does not have: empty for the merge
         for e in range(SPLITS, MAXS):
             tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)

@@ -76,7 +76,7 @@ def tail_off_by_one_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_
     live = l_i > 0
     o = acc / tl.where(live, l_i, 1.0)[:, None]
     tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
+    tl.store(lse_ptr + row, tl.where(live, m + tl.log(l_i), float("-inf")), mask=gmask)
     if s == 0:  # the splits this launch does not have: empty for the merge
         for e in range(SPLITS, MAXS):
             tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
@@ -124,7 +124,7 @@ def gqa_head_mod_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr
     live = l_i > 0
     o = acc / tl.where(live, l_i, 1.0)[:, None]
     tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
+    tl.store(lse_ptr + row, tl.where(live, m + tl.log(l_i), float("-inf")), mask=gmask)
     if s == 0:  # the splits this launch does not have: empty for the merge
         for e in range(SPLITS, MAXS):
             tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
@@ -173,7 +173,7 @@ def reads_past_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, 
     live = l_i > 0
     o = acc / tl.where(live, l_i, 1.0)[:, None]
     tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
+    tl.store(lse_ptr + row, tl.where(live, m + tl.log(l_i), float("-inf")), mask=gmask)
     if s == 0:  # the splits this launch does not have: empty for the merge
         for e in range(SPLITS, MAXS):
             tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
@@ -221,7 +221,7 @@ def drops_partial_page_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, l
     live = l_i > 0
     o = acc / tl.where(live, l_i, 1.0)[:, None]
     tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
+    tl.store(lse_ptr + row, tl.where(live, m + tl.log(l_i), float("-inf")), mask=gmask)
     if s == 0:  # the splits this launch does not have: empty for the merge
         for e in range(SPLITS, MAXS):
             tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
