@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import workbench as wb
-from kernels.decode_attention import reference as M
+from kernels.decode_attention import lse_merge as M
 from kernels.decode_attention import reference as R
 from tests._ops import variant_reports, wrong_report
 
@@ -68,9 +68,9 @@ def test_bad_scale_and_make_inputs_refuse_a_ragged_group():
 def test_lse_merge_contract_errors():
     o, lse = wb.make_inputs("lse_merge", S=3, B=2, H=3, D=8)
     with pytest.raises(wb.OpError, match=r"lse_merge: input lse\[S,B,H\].*float32"):
-        M.merge_validate(o, lse.half())
+        M.validate(o, lse.half())
     with pytest.raises(wb.OpError, match=r"lse_merge: lse must be \[S,B,H\] = \[3, 2, 3\]"):
-        M.merge_validate(o, lse[:, :1].contiguous())
+        M.validate(o, lse[:, :1].contiguous())
 
 
 # ------------------------------------------------------------------------------------------- the poisoned inputs
@@ -152,7 +152,7 @@ def test_split_partials_merged_by_lse_merge_give_the_reference():
     lens = args[4].tolist()
     for splits in (1, 2, 3, 8):
         o, lse = R.split_partials(*args[:4], lens, 1 / math.sqrt(8), splits)
-        merged = M.merge_reference(o.float(), lse.float())
+        merged = M.reference(o.float(), lse.float())
         assert torch.allclose(merged, R.reference(*args), atol=1e-6), splits
     for n_pages in range(0, 9):
         for splits in (1, 2, 3, 4):
@@ -168,12 +168,12 @@ def test_lse_merge_skips_an_empty_split_and_gives_zero_when_all_are_empty():
     lse = torch.tensor([[[0.5, -1.0]], [[2.0, float("-inf")]], [[-3.0, float("-inf")]]])
     o[1, 0, 1] = float("nan")  # empty splits hold junk
     o[2, 0, 1] = float("nan")
-    got = M.merge_reference(o, lse)
+    got = M.reference(o, lse)
     w = torch.exp(torch.tensor([0.5, 2.0, -3.0]).double())
     want0 = (w[:, None] * o[:, 0, 0].double()).sum(0) / w.sum()
     assert torch.allclose(got[0, 0], want0) and torch.allclose(got[0, 1], o[0, 0, 1].double())
     lse_all_empty = torch.full((3, 1, 2), float("-inf"))
-    assert bool((M.merge_reference(o, lse_all_empty) == 0).all())
+    assert bool((M.reference(o, lse_all_empty) == 0).all())
     for name in ("torch_merge", "triton_merge", "cuda_merge"):
         v = wb.variant("lse_merge", name)
         assert torch.allclose(v(o, lse).double(), got, atol=1e-6), name
@@ -184,15 +184,15 @@ def test_lse_merge_inputs_hold_empty_splits_with_junk():
     o, lse = wb.make_inputs("lse_merge", S=3, B=2, H=3, D=8)
     assert bool(torch.isinf(lse[-1, 0]).all()) and bool(torch.isnan(o[-1, 0]).all())
     assert bool(torch.isinf(lse[:, -1, -1]).all())
-    assert bool((M.merge_reference(o, lse)[-1, -1] == 0).all())
+    assert bool((M.reference(o, lse)[-1, -1] == 0).all())
 
 
 def test_merge_without_rescale_differs_from_the_merge_only_when_the_max_grows():
     o, lse = wb.make_inputs("lse_merge", S=4, B=3, H=4, D=8, seed=5)
-    assert not torch.allclose(R.merge_without_rescale(o, lse), M.merge_reference(o, lse))
+    assert not torch.allclose(R.merge_without_rescale(o, lse), M.reference(o, lse))
     falling = lse.sort(dim=0, descending=True).values  # the first split has the max: nothing to rescale
     finite = torch.isfinite(falling).all(dim=0)
-    same = torch.isclose(R.merge_without_rescale(o, falling), M.merge_reference(o, falling), atol=1e-9)
+    same = torch.isclose(R.merge_without_rescale(o, falling), M.reference(o, falling), atol=1e-9)
     assert bool(same[finite].all())
 
 
