@@ -292,9 +292,8 @@ def dense_kv(k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Te
              longest: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gather the paged cache into dense [B, Hkv, L, D] K and V (zeros past each sequence) and a key mask [B, L].
 
-    Only the block-table entries a sequence uses are read: positions past its end gather its token 0 (slot 0 of
-    its first page, which every sequence owns) and are then replaced by zeros, since a NaN slot under a masked-out
-    (zero) probability would still make NaN in SDPA's P @ V.
+    Only the block-table entries a sequence uses are read (a clamped index stands in for the others, whose values
+    are replaced by zeros: a NaN slot times a zero probability would still be NaN).
     """
     page = k_cache.shape[1]
     t = torch.arange(longest, device=k_cache.device)

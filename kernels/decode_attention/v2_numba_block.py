@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from workbench import MODE, empty_like, register
+from workbench import MODE, register
 from workbench.interop import to_numba
 from workbench.numba_helpers import cuda, float32, numba_supports
 from workbench.registry import CpuLimit
@@ -23,7 +23,7 @@ from .reference import default_scale
 
 THREADS = 128 if MODE == "gpu" else 16  # the simulator runs one OS thread per CUDA thread
 MAX_L = 8192  # the score row in shared memory: 32 KiB of fp32
-CPU_LIMIT = CpuLimit("B*Hq", 64, "the Numba simulator runs one OS thread per CUDA thread, one block per (b, h)")
+CPU_LIMIT = CpuLimit("B*Hq", 32, "the Numba simulator runs one OS thread per CUDA thread, one block per (b, h)")
 
 
 @cuda.jit
@@ -84,6 +84,8 @@ def _supports(shape: dict) -> str | None:
           idea="Numba: one block per (sequence, head), scores via the block table into shared memory, then P @ V.")
 def numba_block(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                 seq_lens: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    from workbench import empty_like
+
     out = empty_like(q)
     b, hq, _ = q.shape
     if out.numel():
