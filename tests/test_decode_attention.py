@@ -208,23 +208,3 @@ def test_the_gqa_mapping_bug_shows_only_where_hkv_is_neither_1_nor_hq():
     rep = wrong_report(OP, "wrong_gqa_head_mod")
     for c in rep.cases:
         assert c.ok == (c.shape["Hkv"] in (1, c.shape["Hq"])), c.line()
-
-
-def test_an_empty_batch_gives_an_empty_output_everywhere():
-    args = wb.make_inputs(OP, B=0, Hq=4, Hkv=2, L=5, D=8, page=4)
-    assert R.validate(*args)["L"] == 0
-    for v in wb.variants(OP):
-        assert tuple(v(*args).shape) == (0, 4, 8), v.name
-    o, lse = wb.make_inputs("lse_merge", S=2, B=0, H=3, D=4)
-    for v in wb.variants("lse_merge"):
-        assert tuple(v(o, lse).shape) == (0, 3, 4), v.name
-
-
-def test_explain_names_a_dropped_tail_and_nothing_for_a_right_answer():
-    args = _inputs(B=4, Hq=4, Hkv=2, L=9, D=8, page=4, seed=4)
-    ref = R.reference(*args)
-    assert R.explain([ref], [ref], args, {}, 1e-6, 1e-6) is None
-    short = args[4] - 1
-    short[short == 0] = 1
-    dropped = R.reference(*args[:4], short)
-    assert R.explain([dropped], [ref], args, {}, 1e-6, 1e-6) == "masking"
