@@ -35,29 +35,14 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("WORKBENCH_MODE", "cpu")  # as tests/conftest.py: the mode is decided before workbench loads
 os.environ.setdefault("WORKBENCH_PROGRESS", "0")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import workbench as wb  # noqa: E402  (before numba/triton: it sets the emulators up for the mode)
-from tests._ops import check_runs  # noqa: E402
+from tests._ops import check_runs, cuda_engine_ready  # noqa: E402
 from workbench import checker  # noqa: E402
-from workbench.registry import as_dtype, dtype_name  # noqa: E402
+from workbench.registry import dtype_name  # noqa: E402
 
 Case = tuple[tuple[tuple[str, object], ...], torch.dtype, int]  # (shape items, dtype, input seed)
-
-
-def cuda_engine_ready() -> str | None:
-    """Return why backend 'cuda' variants cannot run here, or None (tests/conftest.py's test, without pytest)."""
-    if wb.mode() != "cpu":
-        return None
-    from workbench.cuda.errors import ToolchainNotFoundError
-    from workbench.cuda.toolchain import find_cxx
-
-    try:
-        find_cxx()
-    except ToolchainNotFoundError as e:
-        return str(e)
-    return None
 
 
 def why_skipped(v: wb.Variant) -> str | None:
@@ -70,30 +55,15 @@ def why_skipped(v: wb.Variant) -> str | None:
     return None
 
 
-def drawn_cases(v: wb.Variant, kw: dict, draw_seeds: Sequence[int]) -> dict[Case, list[int]]:
-    """Return the drawn probe cases of ``wb.check(v, **kw, seed=s)`` for each ``s``, each with the seeds drawing it.
+DRAW_KEYS = ("dtypes", "shapes", "cases", "seeds", "quick", "runs_like")  # the check keywords the draw depends on
 
-    Mirrors ``check``: the plan (``_plan_cases``), then ``_run_probes``'s draw: the plan's distinct shapes and its
-    first dtype, ``np.random.default_rng(seed)``, ``_draw_shapes`` (1 shape for a registered variant) and one
-    ``rng.integers(2**31)`` per shape drawn, the input seed of the probe.
-    """
-    spec = wb.get_op(v.op)
-    all_dtypes = [as_dtype(d) for d in kw.get("dtypes", v.dtypes)]
-    shapes = list(kw.get("shapes", spec.check_shapes))
-    pick = {} if "cases" in kw else spec.case_shapes
-    cases = list(kw.get("cases", spec.cases))
-    plan = checker._plan_cases(v, all_dtypes, shapes, cases, pick, kw.get("seeds", (0, 1)), [])
-    if not plan:
-        return {}
-    dt0 = plan[0][1]
-    planned = list({tuple(s.items()): s for s, _, _, _ in plan}.values())
-    run = checker._Runner(v, spec, None, None, checker.CheckReport(op=spec.name, name=v.name, cases=[]))
-    run.like = kw.get("runs_like")
+
+def drawn_cases(v: wb.Variant, kw: dict, draw_seeds: Sequence[int]) -> dict[Case, list[int]]:
+    """Return the drawn probe cases of ``wb.check(v, **kw, seed=s)`` for each ``s``, each with the seeds drawing it."""
     found: dict[Case, list[int]] = {}
     for s in draw_seeds:
-        rng = np.random.default_rng(checker._draw_seed(s))
-        for shape in checker._draw_shapes(run, planned, dt0, rng, 1):
-            found.setdefault((tuple(shape.items()), dt0, int(rng.integers(2**31))), []).append(s)
+        for shape, dt, input_seed in checker.drawn_probes(v, s, **{k: kw[k] for k in DRAW_KEYS if k in kw}):
+            found.setdefault((tuple(shape.items()), dt, input_seed), []).append(s)
     return found
 
 

@@ -160,6 +160,26 @@ RUNS = {
 }
 
 
+@functools.cache
+def cuda_engine_ready() -> str | None:
+    """Return why backend 'cuda' variants cannot run here, or None when they can.
+
+    In cpu mode CUDA C runs on the CPU engine (workbench.cuda), which builds each kernel with a C++17 compiler: on
+    a machine without one, CUDA C tests skip saying so. Anything else that stops a kernel (a compile error, a wrong
+    result) fails the test, as on a GPU, where cupy compiles it.
+    """
+    if wb.mode() != "cpu":
+        return None
+    from workbench.cuda.errors import ToolchainNotFoundError
+    from workbench.cuda.toolchain import find_cxx
+
+    try:
+        find_cxx()
+    except ToolchainNotFoundError as e:
+        return str(e)
+    return None
+
+
 def check_runs(op: str, v: wb.Variant) -> list[dict]:
     """Return the ``wb.check`` keywords of each run that checks the correct variant ``v`` (one seed unless said).
 

@@ -24,6 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import workbench  # noqa: E402  (must come after WORKBENCH_MODE is decided)
+from tests._ops import cuda_engine_ready  # noqa: E402, F401  (test files import it from here)
 
 CPU_MODE = workbench.mode() == "cpu"
 requires_cpu_mode = pytest.mark.skipif(not CPU_MODE, reason="asserts cpu-mode (emulated) behaviour")
@@ -53,26 +54,6 @@ def load_script(rel_path: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-@functools.cache
-def cuda_engine_ready() -> str | None:
-    """Return why backend 'cuda' variants cannot run here, or None when they can.
-
-    In cpu mode CUDA C runs on the CPU engine (workbench.cuda), which builds each kernel with a C++17 compiler: on
-    a machine without one, CUDA C tests skip saying so. Anything else that stops a kernel (a compile error, a wrong
-    result) fails the test, as on a GPU, where cupy compiles it.
-    """
-    if not CPU_MODE:
-        return None
-    from workbench.cuda.errors import ToolchainNotFoundError
-    from workbench.cuda.toolchain import find_cxx
-
-    try:
-        find_cxx()
-    except ToolchainNotFoundError as e:
-        return str(e)
-    return None
 
 
 def subprocess_env(**overrides: str | None) -> dict[str, str]:

@@ -570,17 +570,9 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
             raise TypeError(why)
     limits = _budgets.parse(budgets, f"check {spec.name}/{name}") if budgets else []
     limit = time_limit_s(time_limit, fn)
-    plain = (torch.float32,) if torch.float32 in spec.dtypes else spec.dtypes[:1]  # a plain function: one dtype
-    all_dtypes = [as_dtype(d) for d in (dtypes if dtypes is not None else
-                                        (fn.dtypes if isinstance(fn, Variant) else plain))]
-    shapes = list(shapes if shapes is not None else spec.check_shapes)
-    pick = {} if cases is not None else spec.case_shapes  # asked-for cases run on every shape
-    cases = list(cases if cases is not None else spec.cases)
-    if quick:  # every ragged shape still runs: tails and partial tiles hide in different ones
-        all_dtypes, seeds = all_dtypes[:1], list(seeds)[:1]
     report = CheckReport(op=spec.name, name=name, cases=[])
     baseline = _torch_baseline(spec.name)
-    plan = _plan_cases(fn, all_dtypes, shapes, cases, pick, seeds, report.skipped)
+    plan, all_dtypes, cases, seeds = _plan(fn, spec, dtypes, shapes, cases, seeds, quick, report.skipped)
     run = _Runner(fn, spec, baseline, limit, report)
     run.like = runs_like
     simulated = _simulated_launches()
@@ -598,6 +590,45 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     if raise_on_fail:
         report.raise_if_failed()
     return report
+
+
+def _plan(fn: Callable, spec: Op, dtypes: Sequence | None, shapes: Sequence[dict] | None,
+          cases: Sequence[str] | None, seeds: Sequence[int], quick: bool, skipped: list[str]) -> tuple:
+    """Return (plan, dtypes, cases, seeds) of a check: its defaults filled in, ``quick`` applied."""
+    plain = (torch.float32,) if torch.float32 in spec.dtypes else spec.dtypes[:1]  # a plain function: one dtype
+    all_dtypes = [as_dtype(d) for d in (dtypes if dtypes is not None else
+                                        (fn.dtypes if isinstance(fn, Variant) else plain))]
+    shapes = list(shapes if shapes is not None else spec.check_shapes)
+    pick = {} if cases is not None else spec.case_shapes  # asked-for cases run on every shape
+    cases = list(cases if cases is not None else spec.cases)
+    if quick:  # every ragged shape still runs: tails and partial tiles hide in different ones
+        all_dtypes, seeds = all_dtypes[:1], list(seeds)[:1]
+    return _plan_cases(fn, all_dtypes, shapes, cases, pick, seeds, skipped), all_dtypes, cases, seeds
+
+
+def drawn_probes(fn: Variant, seed: int, *, dtypes: Sequence | None = None, shapes: Sequence[dict] | None = None,
+                 cases: Sequence[str] | None = None, seeds: Sequence[int] = (0, 1), quick: bool = False,
+                 runs_like: Variant | None = None) -> list[tuple[dict, torch.dtype, int]]:
+    """Return the drawn probes ``check(fn, ..., seed=seed)`` runs once its plan passed: (shape, dtype, input seed).
+
+    Nothing runs: the same plan and the same draw as :func:`check` (scripts/sweep-drawn.py runs them one by one).
+    """
+    spec = get_op(fn.op)
+    plan = _plan(fn, spec, dtypes, shapes, cases, seeds, quick, [])[0]
+    if not plan:
+        return []
+    run = _Runner(fn, spec, None, None, CheckReport(op=spec.name, name=fn.name, cases=[]))
+    run.like = runs_like
+    return _draws(run, plan, np.random.default_rng(_draw_seed(seed)))
+
+
+def _draws(run: _Runner, plan: list[tuple[dict, torch.dtype, int, str]],
+           rng: np.random.Generator) -> list[tuple[dict, torch.dtype, int]]:
+    """Draw a check's probe shapes (1 for a registered variant, 2 for a function), each with its input seed."""
+    dt0 = plan[0][1]
+    shapes = list({tuple(s.items()): s for s, _, _, _ in plan}.values())
+    drawn = _draw_shapes(run, shapes, dt0, rng, 1 if isinstance(run.fn, Variant) else 2)
+    return [(shape, dt0, int(rng.integers(2**31))) for shape in drawn]
 
 
 class _Runner:
@@ -673,13 +704,11 @@ def _run_probes(run: _Runner, plan: list[tuple[dict, torch.dtype, int, str]], ca
                 seed0: int, pinned: set[str] = frozenset()) -> None:
     """Run the probes of a check after its plan: drawn shapes, flag values, special values, index width, repeats."""
     report, spec = run.report, run.spec
-    rng = np.random.default_rng(report.seed)
     ran = [c for c in report.cases]
-    dts = list(dict.fromkeys(dt for _, dt, _, _ in plan))
-    dt0 = dts[0]
+    dt0 = plan[0][1]
     shapes = list({tuple(s.items()): s for s, _, _, _ in plan}.values())
-    for shape in _draw_shapes(run, shapes, dt0, rng, 1 if isinstance(run.fn, Variant) else 2):
-        run.probe("drawn", shape, dt0, int(rng.integers(2**31)), "random")
+    for shape, dt, input_seed in _draws(run, plan, np.random.default_rng(report.seed)):
+        run.probe("drawn", shape, dt, input_seed, "random")
     # A plain function's flags run at the median shape (at the cheapest a flag may not matter: renormalize with
     # top_k = E); a registered variant's at the cheapest roomy one (emulation is slow, the suite runs every variant).
     small = _cheapest(spec, shapes) if isinstance(run.fn, Variant) else _median(spec, shapes)
