@@ -21,7 +21,7 @@ Fixes and guards, all installed once by :func:`install` (``import workbench`` in
   ``.to(tl.bfloat16)`` rounds to nearest even, ``cvt.rn.bf16.f32``): an error of up to one bf16 ulp (2^-7
   relative) where the GPU's is half of one, enough to fail a tight check of a correct kernel. Its float64, integer
   -> bf16 and bf16 -> float64, integer casts convert the 16-bit patterns as integers: garbage. Every cast to or from
-  bf16 now goes through float32 and rounds to nearest even, bit for bit as on the GPU (an explicit
+  bf16 now converts values and rounds once to nearest even, bit for bit as on the GPU (an explicit
   ``fp_downcast_rounding="rtz"`` still truncates).
 - **Every launch is bounds-checked.** An unmasked (live) lane of a ``tl.load``/``tl.store``/atomic whose address
   lies outside the storage of every tensor passed to the launch raises :class:`workbench.cuda.errors.MemcheckError`
@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -160,8 +161,6 @@ def install() -> None:
         from triton.runtime import interpreter as ti
     except ImportError:  # no triton: nothing to fix
         return
-    global _NOT_KERNEL_CODE
-    _NOT_KERNEL_CODE = _library_dirs() + ("<",)  # "<frozen ...>", "<string>": not a kernel's file
     _install_scope_fix(ti)
     _install_globals_fix(ti)
     if hasattr(ti, "GridExecutor") and hasattr(ti, "InterpreterBuilder"):
@@ -373,10 +372,14 @@ def _install_bf16_guard(ti: Any) -> None:
 
 
 def _bf16_bits(values: np.ndarray) -> np.ndarray:
-    """Round float values to bfloat16 (nearest even, NaN kept) and return the bit patterns as uint16."""
+    """Round values to bfloat16 once (nearest even, NaN kept) and return the bit patterns as uint16.
+
+    Integers and float64 go through float64, where each is exact or rounds as the GPU's single conversion does.
+    """
     import torch
 
-    t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64 if values.dtype == np.float64 else np.float32))
+    wide = values.dtype == np.float64 or values.dtype.kind in "iub"
+    t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64 if wide else np.float32))
     return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
 
 
@@ -397,7 +400,7 @@ def _install_bf16_casts(ti: Any) -> None:
         if src.dtype.scalar == tl.bfloat16:
             data = _bf16_values(data)
         if dst == tl.bfloat16:
-            return ti.TensorHandle(_bf16_bits(data.astype(np.float64) if data.dtype.kind in "iub" else data), dst)
+            return ti.TensorHandle(_bf16_bits(data), dst)
         return ti.TensorHandle(data.astype(ti._get_np_dtype(dst_type)), dst)  # bf16 -> float or int: by value
 
     def patched_cast(self: Any, src: Any, dst_type: Any) -> Any:
@@ -444,22 +447,21 @@ def _kernel_line(launch: _Launch | None) -> str:
         if name == launch.filename:
             at = inner or f
             return f" ({at.f_code.co_filename}:{at.f_lineno})"
-        if inner is None and not name.startswith(_NOT_KERNEL_CODE):
+        if inner is None and not name.startswith(_not_kernel_code()):
             inner = f
         f = f.f_back
     return ""
 
 
-def _library_dirs() -> tuple[str, ...]:
+@functools.cache
+def _not_kernel_code() -> tuple[str, ...]:
+    """Return the path prefixes of frames that are no kernel's: Triton, numpy, this package, ``<string>``."""
     import os
 
     import numpy
     import triton
 
-    return tuple(os.path.dirname(m.__file__) + os.sep for m in (triton, numpy, sys.modules["workbench"]))
-
-
-_NOT_KERNEL_CODE: tuple[str, ...] = ()
+    return (*(os.path.dirname(m.__file__) + os.sep for m in (triton, numpy, sys.modules["workbench"])), "<")
 
 
 def _check_access(kind: str, ptrs: Any, mask: Any) -> None:
