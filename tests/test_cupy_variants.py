@@ -135,9 +135,9 @@ def test_exercise_reports_a_syntax_error_in_the_learners_string():
 
 
 def test_solution_matches_the_registered_variant():
-    from workbench.practice.exercises import load_function
+    from workbench.practice.learner_code import load_entry
 
     ex = wb.exercise("rmsnorm-reduction-kernel")
-    fn = load_function(ex.solution_file, "rmsnorm")
+    fn = load_entry(ex.solution_file, "rmsnorm")
     x, w = wb.make_inputs("rmsnorm", M=3, N=50, seed=2)
     torch.testing.assert_close(fn(x, w), wb.variant("rmsnorm", "cupy_reduction")(x, w))

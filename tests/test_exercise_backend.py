@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import workbench as wb
-from workbench.practice.exercises import load_function
+from workbench.practice.learner_code import load_entry
 
 
 def test_a_torch_answer_to_a_triton_exercise_fails(capsys):
@@ -18,12 +18,12 @@ def test_a_torch_answer_to_a_triton_exercise_fails(capsys):
 
     r = ex.check(vecadd)
     assert not r.ok and r.diagnosis == "outside_backend"
-    assert ex.check(load_function(ex.solution_file, ex.entry)).ok
+    assert ex.check(load_entry(ex.solution_file, ex.entry)).ok
 
 
 def test_a_no_op_launch_beside_torch_fails_a_cuda_exercise():
     ex = wb.exercise("transpose-coalesce")
-    sol = load_function(ex.solution_file, ex.entry)
+    sol = load_entry(ex.solution_file, ex.entry)
 
     def transpose(x: torch.Tensor) -> torch.Tensor:
         sol(x)  # a real launch, whose result is thrown away

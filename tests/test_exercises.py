@@ -13,7 +13,8 @@ import pytest
 import workbench as wb
 from tests.conftest import ROOT
 from workbench.practice import starters
-from workbench.practice.exercises import Exercise, load_file, load_function, register_exercise
+from workbench.practice.exercises import Exercise, load_file, register_exercise
+from workbench.practice.learner_code import load_entry
 
 IDS = wb.exercises()
 
@@ -37,7 +38,7 @@ def test_exercise_is_well_formed(ex_id):
 @pytest.mark.parametrize("ex_id", IDS)
 def test_solution_passes(ex_id, capsys):
     ex = wb.exercise(ex_id)
-    rep = ex.check(load_function(ex.solution_file, ex.entry))
+    rep = ex.check(load_entry(ex.solution_file, ex.entry))
     out = capsys.readouterr().out
     assert rep, rep.summary()
     assert out.startswith("Correct")
@@ -51,7 +52,7 @@ def starter_runs():
         ex = wb.exercise(ex_id)
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            rep = ex.check(load_function(ex.starter_file, ex.entry))
+            rep = ex.check(load_entry(ex.starter_file, ex.entry))
         runs[ex_id] = (rep, buf.getvalue())
     return runs
 
@@ -173,7 +174,7 @@ def test_learner_regions_give_the_starter_and_the_solution(tmp_path):
     assert starters.starter_text(p) == ("def f(x):\n    # TODO: double x\n\n    return x\n\n"
                                         "K = '''\n  v = 0;  // TODO\n'''\n")
     assert starters.solution_text(p) == "def f(x):\n    return 2 * x\n\nK = '''\n  v = 2 * x;\n'''\n"
-    assert load_function(p, "f")(3) == 6
+    assert load_entry(p, "f")(3) == 6
 
 
 @pytest.mark.parametrize("bad,what", [
@@ -218,11 +219,11 @@ def test_unknown_exercise_lists_known_ids():
     assert all(i in msg for i in IDS)
 
 
-def test_load_function_missing_entry(tmp_path):
+def test_load_entry_missing_entry(tmp_path):
     p = tmp_path / "x.py"
     p.write_text("def other():\n    return 1\n")
     with pytest.raises(NameError, match="does not define vecadd"):
-        load_function(p, "vecadd")
+        load_entry(p, "vecadd")
 
 
 # ------------------------------------------------------------------------------------------ classic mistakes
@@ -321,7 +322,7 @@ def _mistaken(ex, edits, tmp_path):
         src = src.replace(old, new)
     path = tmp_path / ex.solution_file.name
     path.write_text(src)
-    return load_function(path, ex.entry)
+    return load_entry(path, ex.entry)
 
 
 @pytest.mark.parametrize("ex_id,mistake,edits,diagnosis", MISTAKES, ids=[f"{m[0]}: {m[1]}" for m in MISTAKES])

@@ -269,13 +269,13 @@ GEMM_EXERCISES = ["gemm-smem-tiling", "gemm-register-blocking", "gemm-triton-gro
 
 @pytest.mark.parametrize("ex_id", GEMM_EXERCISES)
 def test_exercise_starter_fails_helpfully_and_solution_passes(ex_id, capsys):
-    from workbench.practice.exercises import load_function
+    from workbench.practice.learner_code import load_entry
 
     ex = wb.exercise(ex_id)
-    starter = load_function(ex.starter_file, ex.entry)
+    starter = load_entry(ex.starter_file, ex.entry)
     r = ex.check(starter)
     msg = capsys.readouterr().out
     assert not r.ok and ("Not yet" in msg or "Almost" in msg) and "hint" in msg
-    sol = load_function(ex.solution_file, ex.entry)
+    sol = load_entry(ex.solution_file, ex.entry)
     assert ex.check(sol).ok, capsys.readouterr().out
     assert len(ex.hints) >= 2

@@ -132,7 +132,7 @@ def test_register_exercise_goes_through_the_schema_too():
 
 # ------------------------------------------------------------------------------------------------------ loader
 def test_one_loader_serves_both():
-    assert exercises.load_function is load_entry and implement.load_entry is load_entry
+    assert exercises.load_entry is load_entry and implement.load_entry is load_entry
     assert not hasattr(implement, "load_source") and not hasattr(implement, "_TMP")
 
 

@@ -23,7 +23,8 @@ import workbench as wb
 from tests.conftest import ROOT, requires_cpu_mode, subprocess_env
 from workbench._sanitize import sanitizing
 from workbench.cuda.errors import MemcheckError, RaceError, SanitizerError, UninitializedError
-from workbench.practice.exercises import exercise, exercises, load_function
+from workbench.practice.exercises import exercise, exercises
+from workbench.practice.learner_code import load_entry
 from workbench.practice.starters import solution_text
 
 pytestmark = requires_cpu_mode
@@ -317,13 +318,13 @@ def gemm_inputs(m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 def test_gemm_smem_solution_is_clean_and_a_missing_barrier_is_a_race(tmp_path):
     a, b = gemm_inputs(9, 18, 20)  # the exercise's shape: K = 20 is two 16-wide tiles
     with sanitizing():
-        c = load_function(GEMM_SMEM, "gemm")(a, b)
+        c = load_entry(GEMM_SMEM, "gemm")(a, b)
     torch.testing.assert_close(c, a @ b)
 
     second = "            acc += sa[ty, i] * sb[i, tx]\n        cuda.syncthreads()\n"
     path = edited(GEMM_SMEM, tmp_path, "no_second_barrier", [(second, "            acc += sa[ty, i] * sb[i, tx]\n")])
     with sanitizing(), pytest.raises(RaceError) as info:
-        load_function(path, "gemm")(a, b)
+        load_entry(path, "gemm")(a, b)
     err = info.value
     read, write_a = line_of(path, "acc += sa[ty, i]"), line_of(path, "sa[ty, tx] =")
     hazards = {(r["hazard"], r["array"]) for r in err.records}
@@ -337,7 +338,7 @@ def test_gemm_smem_solution_is_clean_and_a_missing_barrier_is_a_race(tmp_path):
     first = "        cuda.syncthreads()\n        for i in range(TILE):"
     path = edited(GEMM_SMEM, tmp_path, "no_first_barrier", [(first, "        for i in range(TILE):")])
     with sanitizing(), pytest.raises(RaceError) as info:
-        load_function(path, "gemm")(a, b)
+        load_entry(path, "gemm")(a, b)
     r = info.value.records[0]
     assert r["hazard"] == "RAW" and (r["first"]["access"], r["second"]["access"]) == ("write", "read")
 
@@ -348,7 +349,7 @@ def test_gemm_smem_without_zero_fill_gives_nan_and_an_uninitialized_read(tmp_pat
          "        if row < m and k0 + tx < k:\n            sa[ty, tx] = a[row, k0 + tx]\n"),
         ("        sb[ty, tx] = float32(b[k0 + ty, col]) if k0 + ty < k and col < n else float32(0.0)\n",
          "        if k0 + ty < k and col < n:\n            sb[ty, tx] = b[k0 + ty, col]\n")])
-    gemm = load_function(path, "gemm")
+    gemm = load_entry(path, "gemm")
     a, b = gemm_inputs(9, 18, 5)  # K smaller than one tile: the tile's tail is never loaded
     c = gemm(a, b)  # unchecked: the poisoned tail turns every output into NaN
     assert torch.isnan(c).all()
@@ -365,14 +366,14 @@ def test_moe_align_solution_is_clean_and_a_plain_slot_claim_is_a_race(tmp_path):
     src = ROOT / "kernels/moe/ex_align_solution.py"
     ids = torch.tensor([[3, 1], [3, 2], [3, 1], [0, 3]], dtype=torch.int32)  # expert 3 four times, expert 1 twice
     with sanitizing():
-        sorted_ids, expert_ids, n_padded = load_function(src, "moe_align")(ids, 4, 4)
+        sorted_ids, expert_ids, n_padded = load_entry(src, "moe_align")(ids, 4, 4)
     assert n_padded.item() == 16 and sorted(sorted_ids[12:16].tolist()) == [0, 2, 4, 7]
 
     claim = "        pos = cuda.atomic.add(cursor, ids[s], 1)\n"
     plain = "        e = ids[s]\n        pos = cursor[e]\n        cursor[e] = pos + 1\n"
     path = edited(src, tmp_path, "plain_claim", [(claim, plain)])
     with sanitizing(), pytest.raises(RaceError) as info:
-        load_function(path, "moe_align")(ids, 4, 4)
+        load_entry(path, "moe_align")(ids, 4, 4)
     err = info.value
     cursor = [r for r in err.records if r["array"] == "cursor"]
     assert cursor and {r["space"] for r in cursor} == {"shared"}
@@ -407,7 +408,7 @@ NUMBA_EXERCISES = [x for x in exercises() if "numba" in exercise(x).solution_fil
 def test_every_numba_exercise_solution_runs_clean_under_sanitizing(ex_id):
     ex = exercise(ex_id)
     with sanitizing():
-        report = wb.check(load_function(ex.solution_file, ex.entry), ex.op, **ex.check_kw)
+        report = wb.check(load_entry(ex.solution_file, ex.entry), ex.op, **ex.check_kw)
     assert report, str(report)
 
 

@@ -112,16 +112,16 @@ EXERCISES = ["softmax-warp-shuffle", "softmax-online", "softmax-triton-row"]
 
 @pytest.mark.parametrize("ex_id", EXERCISES)
 def test_exercise_solution_passes_and_starter_fails(ex_id, capsys):
-    from workbench.practice.exercises import load_function
+    from workbench.practice.learner_code import load_entry
 
     ex = wb.exercise(ex_id)
     if "cuda" in ex_id or "shuffle" in ex_id:
         if cuda_engine_ready():
             pytest.skip(cuda_engine_ready())
     assert len(ex.hints) >= 2
-    good = ex.check(load_function(ex.solution_file, ex.entry))
+    good = ex.check(load_entry(ex.solution_file, ex.entry))
     assert good.ok, good.summary()
-    bad = ex.check(load_function(ex.starter_file, ex.entry))
+    bad = ex.check(load_entry(ex.starter_file, ex.entry))
     assert not bad.ok
     out = capsys.readouterr().out
     assert "Correct" in out and ("Not yet" in out or "Almost" in out)

@@ -63,7 +63,7 @@ class Exercise:
 
     @property
     def starter_file(self) -> Path:
-        """Return a file holding the starter (generated from the solution), for ``load_function``."""
+        """Return a file holding the starter (generated from the solution), for ``learner_code.load_entry``."""
         return starters.starter_file(self.solution_file)
 
     def solution(self) -> str:
@@ -127,7 +127,7 @@ class Exercise:
         return f"<Exercise {self.id}: {self.title} (op {self.op}; {len(self.hints)} hints)>"
 
     def _signature(self) -> str:
-        fn = load_function(self.solution_file, self.entry)
+        fn = load_entry(self.solution_file, self.entry)
         return str(_inspect.signature(fn))
 
     # ---------------------------------------------------------------- checking
@@ -250,7 +250,6 @@ def _display_code(src: str, title: str) -> None:
         pass
 
 
-load_function = load_entry  # load_function(ex.starter_file, ex.entry): the loader implement drills use too
 EXERCISE_KEYS = {"id": str, "title": str, "op": str, "solution": str, "entry": str}  # beside the shared schema
 
 

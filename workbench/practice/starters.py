@@ -71,8 +71,8 @@ def starter_file(solution_file: Path) -> Path:
     """Return a file holding the starter of ``solution_file`` (written on first use, rewritten when it changes).
 
     It lives in the workbench cache (``$WORKBENCH_CACHE/starters/<op>/``, else ``~/.cache/kernel-workbench``),
-    named ``ex_<name>_starter.py`` like the solution, so ``load_function(ex.starter_file, ex.entry)`` runs it and
-    a traceback names a real file a learner can open.
+    named ``ex_<name>_starter.py`` like the solution, so ``learner_code.load_entry(ex.starter_file, ex.entry)``
+    runs it and a traceback names a real file a learner can open.
     """
     solution_file = Path(solution_file)
     root = os.environ.get("WORKBENCH_CACHE")
