@@ -9,6 +9,7 @@ import workbench  # noqa: F401  (decides cpu/gpu mode before any numba/triton im
 from . import (  # noqa: F401,E402,E501
     attention,
     attention_bwd,
+    decode_attention,
     gemm,
     gemm_fp8,
     gemm_fp8_block,

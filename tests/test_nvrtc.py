@@ -113,6 +113,11 @@ def _one_at_a_time() -> list[Build]:
     for dt, s in SUFFIX.items():
         out.append(Build("kernels/moe/moe_experts.cu", only_dtype(dt),
                          tuple(f"moe_{k}_{s}" for k in ("permute", "gemm_nt", "silu_mul", "combine"))))
+    for dt, s in SUFFIX.items():
+        for cu, names in (("decode_warp", ("decode_warp",)), ("decode_gqa", ("decode_gqa",)),
+                          ("decode_split", ("decode_split", "decode_merge", "lse_merge"))):
+            out.append(Build(f"kernels/decode_attention/cu/{cu}.cu", only_dtype(dt),
+                             tuple(f"{n}_{s}" for n in names)))
     for vpl in topk.VPLS:
         for dt, s in SUFFIX.items():
             out.append(Build("kernels/moe_topk/moe_topk.cu", topk.only(32 * vpl, dt), (f"moe_topk_v{vpl}_{s}",)))

@@ -14,14 +14,15 @@ from workbench.checker import DIAGNOSES
 from workbench.registry import BACKENDS, Variant, contract
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
-       "moe_align", "moe_fp8", "transpose", "gemm_fp8_block")
+       "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd, moe_fp8...).
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # gemm_fp8, gemm_fp8_block and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and
-# moe_align return float32/int32 tuples whatever the input dtype: each has its own tests; the generic ones cover the
-# rest.
+# moe_align return float32/int32 tuples whatever the input dtype, decode_attention takes int32 block tables and
+# NaN-poisoned pages (its bytes do not halve at fp16) and lse_merge fp32 log-sum-exps: each has its own tests
+# (tests/test_decode_attention.py for the last two); the generic ones cover the rest.
 GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "gemm_fp8_block", "attention_bwd", "moe_topk", "moe_align",
-                                            "moe_fp8"))
+                                            "moe_fp8", "decode_attention", "lse_merge"))
 ZERO_FLOP_OPS = ("transpose",)  # moves bits, computes nothing
 
 def test_ops_are_the_registered_contracts():
@@ -61,11 +62,13 @@ def test_variants_are_well_formed(op):
 @pytest.mark.parametrize("op", OPS)
 def test_torch_baseline_registered_with_the_contract(op):
     # The op's baseline (the checker's low-precision yardstick) is the first torch variant, defined beside the
-    # contract; attention adds one variant per SDPA backend, attention_bwd torch's flash backward.
+    # contract; attention adds one variant per SDPA backend, attention_bwd torch's flash backward, decode_attention
+    # a Python loop over sequences (torch_naive).
     torch_vs = wb.variants(op, backend="torch")
     assert torch_vs, op
     assert torch_vs[0].source.name == "reference.py"
-    extra = {"attention": 5, "attention_bwd": 1, "moe": int(hasattr(torch, "_grouped_mm"))}.get(op, 0)
+    extra = {"attention": 5, "attention_bwd": 1, "moe": int(hasattr(torch, "_grouped_mm")),
+             "decode_attention": 1}.get(op, 0)
     assert len(torch_vs) == 1 + extra, [v.name for v in torch_vs]
 
 
