@@ -10,6 +10,7 @@ from . import (  # noqa: F401,E402,E501
     attention,
     attention_bwd,
     decode_attention,
+    decode_attention_q8,
     gemm,
     gemm_fp8,
     gemm_fp8_block,

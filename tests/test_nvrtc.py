@@ -118,6 +118,8 @@ def _one_at_a_time() -> list[Build]:
                           ("decode_split", ("decode_split", "decode_merge", "lse_merge"))):
             out.append(Build(f"kernels/decode_attention/cu/{cu}.cu", only_dtype(dt),
                              tuple(f"{n}_{s}" for n in names)))
+        out.append(Build("kernels/decode_attention_q8/cu/decode_q8_gqa.cu", only_dtype(dt),
+                         (f"decode_q8_i8_{s}", f"decode_q8_e4m3_{s}")))
     for vpl in topk.VPLS:
         for dt, s in SUFFIX.items():
             out.append(Build("kernels/moe_topk/moe_topk.cu", topk.only(32 * vpl, dt), (f"moe_topk_v{vpl}_{s}",)))

@@ -14,15 +14,16 @@ from workbench.checker import DIAGNOSES
 from workbench.registry import BACKENDS, Variant, contract
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
-       "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge")
+       "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge", "decode_attention_q8")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd, moe_fp8...).
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # gemm_fp8, gemm_fp8_block and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and
 # moe_align return float32/int32 tuples whatever the input dtype, decode_attention takes int32 block tables and
-# NaN-poisoned pages (its bytes do not halve at fp16) and lse_merge fp32 log-sum-exps: each has its own tests
-# (tests/test_decode_attention.py for the last two); the generic ones cover the rest.
+# NaN-poisoned pages (its bytes do not halve at fp16), lse_merge fp32 log-sum-exps and decode_attention_q8 int8/fp8
+# codes with fp32 scales: each has its own tests (tests/test_decode_attention.py for decode_attention and lse_merge,
+# tests/test_decode_attention_q8.py); the generic ones cover the rest.
 GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "gemm_fp8_block", "attention_bwd", "moe_topk", "moe_align",
-                                            "moe_fp8", "decode_attention", "lse_merge"))
+                                            "moe_fp8", "decode_attention", "lse_merge", "decode_attention_q8"))
 ZERO_FLOP_OPS = ("transpose",)  # moves bits, computes nothing
 
 def test_ops_are_the_registered_contracts():
