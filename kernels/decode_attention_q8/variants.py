@@ -1,7 +1,8 @@
 """Register the decode_attention_q8 variants; ``LADDER`` is their teaching order.
 
 The torch baseline (dequantize the cache, then decode_attention's gather + SDPA), a CUDA C warp per KV head
-decoding byte codes once for its query heads, Triton split-KV with the scales folded into scores and weights; the known-wrong kernel last.
+decoding byte codes once for its query heads, Triton split-KV with the scales folded into scores and weights; the
+known-wrong kernel last.
 """
 
 from workbench.registry import teaching_order

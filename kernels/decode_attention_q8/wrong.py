@@ -17,17 +17,16 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.decode_attention_q8.reference import OP_NAME
+from kernels.decode_attention_q8.v2_triton_split import load_codes, split_attend
 from workbench import register
-
-from .reference import OP_NAME
-from .v2_triton_split import load_codes, split_attend
 
 
 @triton.jit
 def add_pv_unscaled(acc, pr, vq_ptr, vs_ptr, rows, live, d, D):
     """Return acc + P V over one page."""
     vc = load_codes(vq_ptr, rows, live, d, D)
-    return acc + tl.sum(pr[:, :, None] * vc[None, :, :], axis=1)  # BUG: V = codes * v_scale
+    return acc + tl.sum(pr[:, :, None] * vc[None, :, :], axis=1)  # BUG: V is codes * v_scale
 
 
 @register(OP_NAME, "wrong_v_scale_forgotten", backend="triton", bf16_dot=False, expected_diagnosis="scale",
