@@ -2,17 +2,21 @@
 
 ``split_kernel``: one program per (sequence b, KV head, split s). It serves the whole query group of that KV head
 (a [GROUP, D] tile of q), so each page is loaded once per group. Its pages are :func:`reference.split_ranges`'
-range s: ceil(n_pages / SPLITS) pages, the last splits ragged or empty. Per page it reads the page id from the block
-table (a scalar load), gathers the page's [PAGE, D] K and V tiles (slots past seq_lens[b] masked: never read, they
-are NaN in the checker's inputs), and runs the online softmax in fp32 (scores by broadcast-multiply-and-sum:
-decode has one query row per head, too few rows for ``tl.dot``'s 16). It writes the split's normalised partial
-output (fp32) and its log-sum-exp; an empty split writes lse = -inf. Program s = 0 also writes -inf into the lse
-slots of splits SPLITS..MAX_SPLITS-1, so the merge can always read MAX_SPLITS of them whatever SPLITS the tuner
-picked.
+range s (:func:`split_of`): ceil(n_pages / SPLITS) pages, the last splits ragged or empty. Per page it reads the page
+id from the block table (a scalar load, :func:`page_rows`), gathers the page's [PAGE, D] K and V tiles (slots past
+seq_lens[b] masked: never read, they are NaN in the checker's inputs), and runs the online softmax in fp32
+(:func:`page_step`: scores by broadcast-multiply-and-sum, since decode has one query row per head, too few rows for
+``tl.dot``'s 16; ``v7_triton_gqa_dot`` packs the group's rows into them). :func:`store_split` writes the split's
+normalised partial output (fp32) and its log-sum-exp; an empty split writes lse = -inf. Program s = 0 also writes
+-inf into the lse slots of splits SPLITS..MAXS-1, so the merge can always read MAXS of them whatever SPLITS the
+tuner picked.
 
-``merge_kernel``: one program per (b, h) folds the splits in order with the online rule: m' = max(m, lse_s),
-acc = acc * e^(m - m') + e^(lse_s - m') o_s, l likewise; empty splits are skipped (their o is never loaded).
-The same kernel is the lse_merge op's ``triton_merge``.
+``merge_kernel``: one program per (b, h) folds the splits in order with the online rule (:func:`merge_step`):
+m' = max(m, lse_s), acc = acc * e^(m - m') + e^(lse_s - m') o_s, l likewise; empty splits are skipped (their o is
+never loaded). The same kernel is the lse_merge op's ``triton_merge``.
+
+The ``@triton.jit`` helpers are shared: ``wrong.py``'s known-wrong kernels and ``v7_triton_gqa_dot`` call them, so
+each of those listings shows only what it does differently.
 
 On a GPU ``tuned`` autotunes SPLITS (1 to 16) per (B, Hkv, maxp): short batches of long sequences want many
 splits, large batches none. Under the interpreter one config, SPLITS = 2, so the check's 1-5-page sequences have
@@ -35,76 +39,144 @@ from .reference import default_scale
 MAX_SPLITS = 16 if MODE == "gpu" else CPU_SPLITS
 
 
+# ------------------------------------------------------------------------------------- the split kernel's pieces
 @triton.jit
-def split_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq, Hkv, D, page, maxp, scale,
-                 GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr, PP: tl.constexpr, SPLITS: tl.constexpr,
-                 MAXS: tl.constexpr):
-    b = tl.program_id(0)
-    kvh = tl.program_id(1)
-    s = tl.program_id(2)
-    g = tl.arange(0, GP)
-    d = tl.arange(0, DP)
-    slot = tl.arange(0, PP)
-    heads = kvh * GROUP + g  # query heads h with h // GROUP == kvh
-    gmask = g < GROUP
-    dmask = d < D
-    n = tl.load(lens_ptr + b)
-    n_pages = (n + page - 1) // page
+def split_of(n_pages, s, SPLITS: tl.constexpr):
+    """Return split s's pages [lo, hi): ceil(n_pages / SPLITS) each, the last ones ragged or empty (lo >= hi)."""
     per = (n_pages + SPLITS - 1) // SPLITS
     lo = tl.minimum(s * per, n_pages)
-    hi = tl.minimum(lo + per, n_pages)
-    q = tl.load(q_ptr + (b * Hq + heads[:, None]) * D + d[None, :], mask=gmask[:, None] & dmask[None, :],
-                other=0.0).to(tl.float32) * scale
-    m = tl.full((GP,), float("-inf"), tl.float32)
-    l_i = tl.zeros((GP,), tl.float32)
-    acc = tl.zeros((GP, DP), tl.float32)
-    for p in range(lo, hi):
-        pid = tl.load(table_ptr + b * maxp + p).to(tl.int64)  # the gather: one block-table read per page
-        tmask = (slot < page) & (p * page + slot < n)  # the last page may be partly filled
-        rows = ((pid * page + slot) * Hkv + kvh) * D
-        kv_mask = tmask[:, None] & dmask[None, :]
-        k = tl.load(k_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        v = tl.load(v_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        sc = tl.sum(q[:, None, :] * k[None, :, :], axis=2)  # [GP, PP]
-        sc = tl.where(tmask[None, :], sc, float("-inf"))
-        m_new = tl.maximum(m, tl.max(sc, axis=1))  # finite: every page in range has a valid slot
-        alpha = tl.exp(m - m_new)
-        pr = tl.exp(sc - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(pr, axis=1)
-        acc = acc * alpha[:, None] + tl.sum(pr[:, :, None] * v[None, :, :], axis=1)
-        m = m_new
-    row = (s * B + b) * Hq + heads  # [GP]
+    return lo, tl.minimum(lo + per, n_pages)
+
+
+@triton.jit
+def load_q(q_ptr, b, heads, Hq, D, scale, GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr):
+    """Return the query rows ``heads`` [GP] of sequence b as a [GP, DP] fp32 tile times ``scale`` (the GP - GROUP
+    padding rows and the columns past D are 0)."""
+    g = tl.arange(0, GP)
+    d = tl.arange(0, DP)
+    mask = (g < GROUP)[:, None] & (d < D)[None, :]
+    return tl.load(q_ptr + (b * Hq + heads[:, None]) * D + d[None, :], mask=mask, other=0.0).to(tl.float32) * scale
+
+
+@triton.jit
+def page_rows(table_ptr, b, p, n, kvh, Hkv, D, page, maxp, PP: tl.constexpr):
+    """Return (rows, valid) of sequence b's page p: the element offset of each slot's KV-head-kvh row, and which
+    slots hold one of its n tokens (the last page may be partly filled). One block-table read: the gather."""
+    slot = tl.arange(0, PP)
+    pid = tl.load(table_ptr + b * maxp + p).to(tl.int64)
+    return ((pid * page + slot) * Hkv + kvh) * D, (slot < page) & (p * page + slot < n)
+
+
+@triton.jit
+def load_rows(ptr, rows, valid, D, DP: tl.constexpr):
+    """Return the [PP, DP] fp32 tile of the rows at ``ptr + rows``; the rows not ``valid`` are not read (0)."""
+    d = tl.arange(0, DP)
+    return tl.load(ptr + rows[:, None] + d[None, :], mask=valid[:, None] & (d < D)[None, :], other=0.0).to(tl.float32)
+
+
+@triton.jit
+def softmax_start(GP: tl.constexpr, DP: tl.constexpr):
+    """Return the online softmax state (m, l, acc) of GP rows before any key: (-inf, 0, 0)."""
+    return tl.full((GP,), float("-inf"), tl.float32), tl.zeros((GP,), tl.float32), tl.zeros((GP, DP), tl.float32)
+
+
+@triton.jit
+def softmax_fold(sc, m, l_i):
+    """Fold one page's scores sc [GP, PP] (-inf where no token) into (m, l): return (m', alpha, p, l') with
+    alpha = e^(m - m') the old terms' rescale and p = e^(sc - m') the page's weights; acc' = acc * alpha + p V."""
+    m_new = tl.maximum(m, tl.max(sc, axis=1))  # finite: every page in a split's range has a valid slot
+    alpha = tl.exp(m - m_new)
+    pr = tl.exp(sc - m_new[:, None])
+    return m_new, alpha, pr, l_i * alpha + tl.sum(pr, axis=1)
+
+
+@triton.jit
+def page_step(q, k, v, valid, m, l_i, acc):
+    """Return the online softmax state (m, l, acc) after one page: scores q k^T by broadcast-multiply-and-sum."""
+    sc = tl.where(valid[None, :], tl.sum(q[:, None, :] * k[None, :, :], axis=2), float("-inf"))  # [GP, PP]
+    m_new, alpha, pr, l_new = softmax_fold(sc, m, l_i)
+    return m_new, l_new, acc * alpha[:, None] + tl.sum(pr[:, :, None] * v[None, :, :], axis=1)
+
+
+@triton.jit
+def store_split(o_ptr, lse_ptr, b, s, heads, m, l_i, acc, B, Hq, D, GROUP: tl.constexpr, GP: tl.constexpr,
+                DP: tl.constexpr, SPLITS: tl.constexpr, MAXS: tl.constexpr):
+    """Write split s's partial output acc / l (fp32) and lse = m + log l of the rows ``heads`` (an empty split:
+    l = 0, lse = -inf); split 0 also marks the splits SPLITS..MAXS-1, which this launch has not, empty."""
+    gmask = tl.arange(0, GP) < GROUP
+    d = tl.arange(0, DP)
+    row = (s * B + b) * Hq + heads
     live = l_i > 0
-    o = acc / tl.where(live, l_i, 1.0)[:, None]
-    tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
-    if s == 0:  # the splits this launch does not have: empty for the merge
+    safe = tl.where(live, l_i, 1.0)
+    tl.store(o_ptr + row[:, None] * D + d[None, :], acc / safe[:, None], mask=gmask[:, None] & (d < D)[None, :])
+    tl.store(lse_ptr + row, tl.where(live, m + tl.log(safe), float("-inf")), mask=gmask)
+    if s == 0:
         for e in range(SPLITS, MAXS):
             tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
 
 
 @triton.jit
+def split_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq, Hkv, D, page, maxp, scale,
+                 GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr, PP: tl.constexpr, SPLITS: tl.constexpr,
+                 MAXS: tl.constexpr):
+    b, kvh, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    heads = kvh * GROUP + tl.arange(0, GP)  # the query heads h with h // GROUP == kvh (rows past GROUP: padding)
+    q = load_q(q_ptr, b, heads, Hq, D, scale, GROUP, GP, DP)
+    n = tl.load(lens_ptr + b)
+    lo, hi = split_of(tl.cdiv(n, page), s, SPLITS)  # this split's share of the sequence's pages
+    m, l_i, acc = softmax_start(GP, DP)
+    for p in range(lo, hi):
+        rows, valid = page_rows(table_ptr, b, p, n, kvh, Hkv, D, page, maxp, PP)
+        k = load_rows(k_ptr, rows, valid, D, DP)
+        v = load_rows(v_ptr, rows, valid, D, DP)
+        m, l_i, acc = page_step(q, k, v, valid, m, l_i, acc)
+    store_split(o_ptr, lse_ptr, b, s, heads, m, l_i, acc, B, Hq, D, GROUP, GP, DP, SPLITS, MAXS)
+
+
+# --------------------------------------------------------------------------------------------- the merge kernel
+@triton.jit
+def merge_weight(ls, m):
+    """Return (m', alpha, w) for a split of lse ``ls`` met with running max m: m' = max(m, ls), alpha = e^(m - m')
+    rescales what came before, w = e^(ls - m') weights the split (0 for an empty one, lse = -inf; while every split
+    so far is empty, m' = -inf and both exponents are taken against 0 instead: no NaN)."""
+    m_new = tl.maximum(m, ls)
+    m_ref = tl.where(m_new > float("-inf"), m_new, 0.0)
+    return m_new, tl.exp(m - m_ref), tl.where(ls > float("-inf"), tl.exp(ls - m_ref), 0.0)
+
+
+@triton.jit
+def load_partial(o_ptr, at, ls, D, DP: tl.constexpr):
+    """Return the partial output row at ``o_ptr + at`` in fp32; an empty split's (lse = -inf) is not read: 0."""
+    d = tl.arange(0, DP)
+    rowmask = (d < D) & (tl.zeros((DP,), tl.float32) + ls > float("-inf"))
+    return tl.load(o_ptr + at + d, mask=rowmask, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def merge_step(o_ptr, lse_ptr, at, D, m, l_i, acc, DP: tl.constexpr):
+    """Fold split row ``at`` (its lse at lse_ptr + at, its output at o_ptr + at * D) into the running (m, l, acc):
+    both l and acc are rescaled by alpha when the max grows."""
+    ls = tl.load(lse_ptr + at)
+    m_new, alpha, w = merge_weight(ls, m)
+    o = load_partial(o_ptr, at * D, ls, D, DP)
+    return m_new, l_i * alpha + w, acc * alpha + w * o
+
+
+@triton.jit
+def store_merged(out_ptr, r, acc, l_i, D, DP: tl.constexpr):
+    """Write row r of the merged output, acc / l in out's dtype (0 when every split was empty)."""
+    d = tl.arange(0, DP)
+    out = tl.where(l_i > 0, acc / tl.where(l_i > 0, l_i, 1.0), 0.0)
+    tl.store(out_ptr + r * D + d, out.to(out_ptr.dtype.element_ty), mask=d < D)
+
+
+@triton.jit
 def merge_kernel(o_ptr, lse_ptr, out_ptr, S, BH, D, DP: tl.constexpr):
     r = tl.program_id(0)  # one (b, h) row
-    d = tl.arange(0, DP)
-    dmask = d < D
-    m = float("-inf")
-    l_i = 0.0
-    acc = tl.zeros((DP,), tl.float32)
+    m, l_i, acc = float("-inf"), 0.0, tl.zeros((DP,), tl.float32)
     for s in range(0, S):
-        ls = tl.load(lse_ptr + s * BH + r)
-        live = ls > float("-inf")
-        m_new = tl.maximum(m, ls)
-        m_ref = tl.where(m_new > float("-inf"), m_new, 0.0)  # no live split yet: keep every exponent finite
-        alpha = tl.exp(m - m_ref)
-        w = tl.where(live, tl.exp(ls - m_ref), 0.0)
-        rowmask = dmask & (tl.zeros((DP,), tl.float32) + ls > float("-inf"))  # an empty split's o is not read
-        o = tl.load(o_ptr + (s * BH + r) * D + d, mask=rowmask, other=0.0).to(tl.float32)
-        l_i = l_i * alpha + w
-        acc = acc * alpha + w * o
-        m = m_new
-    out = tl.where(l_i > 0, acc / tl.where(l_i > 0, l_i, 1.0), 0.0)
-    tl.store(out_ptr + r * D + d, out.to(out_ptr.dtype.element_ty), mask=dmask)
+        m, l_i, acc = merge_step(o_ptr, lse_ptr, s * BH + r, D, m, l_i, acc, DP)
+    store_merged(out_ptr, r, acc, l_i, D, DP)
 
 
 SPLIT_TUNED = tuned(split_kernel, [triton.Config({"SPLITS": s}, num_warps=4) for s in (1, 2, 4, 8, 16)],
@@ -126,8 +198,10 @@ def merge(o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor, kernel=merge_ke
 
 
 def split_partials(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
-                   seq_lens: torch.Tensor, scale: float | None, kernel=SPLIT_TUNED) -> tuple[torch.Tensor, ...]:
-    """Return (o_partials [MAX_SPLITS, B, Hq, D] fp32, lse [MAX_SPLITS, B, Hq] fp32) of ``kernel``'s splits."""
+                   seq_lens: torch.Tensor, scale: float | None, kernel=SPLIT_TUNED,
+                   **consts: object) -> tuple[torch.Tensor, ...]:
+    """Return (o_partials [MAX_SPLITS, B, Hq, D] fp32, lse [MAX_SPLITS, B, Hq] fp32) of ``kernel``'s splits
+    (``split_kernel``'s arguments; ``consts``: the further constexprs of a kernel that takes more)."""
     b, hq, d = q.shape
     _, page, hkv, _ = k_cache.shape
     group = hq // hkv
@@ -136,7 +210,8 @@ def split_partials(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor
     if b:
         kernel[lambda meta: (b, hkv, meta["SPLITS"])](
             q, k_cache, v_cache, block_table, seq_lens, o, lse, b, hq, hkv, d, page, block_table.shape[1],
-            default_scale(d, scale), GROUP=group, GP=p2(group), DP=p2(d), PP=p2(page), MAXS=MAX_SPLITS)
+            default_scale(d, scale), GROUP=group, GP=p2(group), DP=p2(d), PP=p2(page), MAXS=MAX_SPLITS,
+            **consts)
     return o, lse
 
 

@@ -1,7 +1,11 @@
 """Known-wrong decode_attention and lse_merge kernels: ``triton_split`` (``v6_triton_split.py``) with one line changed.
 
-Each is a classic paged-decode mistake, and each needs the checker's inputs to show: mixed sequence lengths
-(1, page, page + 1), GQA groups with Hkv > 1, NaN in every slot no sequence owns, more than one split.
+``split_bug_kernel`` is ``split_kernel`` with a ``BUG`` constexpr: at each of the four places a paged decode
+kernel classically goes wrong it takes the wrong line when ``BUG`` names that mistake and ``split_kernel``'s line
+otherwise, so each variant differs from the right kernel by exactly one marked line (it calls the same helpers from
+``v6_triton_split.py``). ``merge_no_rescale_kernel`` is ``merge_kernel`` with its step (``merge_step``) written out
+and one line changed. Each mistake needs the checker's inputs to show: mixed sequence lengths (1, page, page + 1),
+GQA groups with Hkv > 1, NaN in every slot no sequence owns, more than one split.
 
 * ``wrong_tail_off_by_one``: takes seq_lens[b] - 1 as the sequence's length (the new token counted apart, as
   some code bases keep "context_len"): every sequence loses its last token, a one-token sequence everything.
@@ -12,9 +16,8 @@ Each is a classic paged-decode mistake, and each needs the checker's inputs to s
 * ``wrong_reads_past_seq_len``: masks the scores of the slots past seq_lens[b] but loads the last page's V rows
   unmasked. exp(-inf) = 0 weights them, yet 0 * NaN is NaN: the NaN the checker puts in unowned slots comes
   through (zero-filled pages would have hidden it): ``computed_nan``.
-* ``wrong_split_drops_partial_page``: a split's page range ends at n // page, whole pages only: the split that
-  holds a sequence's partly filled last page drops it. Every output is again the attention over a prefix:
-  ``masking``.
+* ``wrong_split_drops_partial_page``: the splits share n // page pages, whole pages only, not ceil(n / page): the
+  partly filled last page is in no split. Every output is again the attention over a prefix: ``masking``.
 * ``wrong_merge_no_rescale`` (decode_attention and lse_merge): the merge folds the splits online and rescales
   the running weight sum when the max grows, but not the running output: FlashAttention's online-softmax bug one
   level up. ``explain`` recomputes that merge: ``online_rescale``.
@@ -31,268 +34,108 @@ import triton.language as tl
 from kernels._launch import tuned
 from workbench import empty_like, register
 
-from .v6_triton_split import SPLIT_TUNED, merge, split_partials
+from .v6_triton_split import (
+    SPLIT_TUNED,
+    load_partial,
+    load_q,
+    load_rows,
+    merge,
+    merge_weight,
+    page_rows,
+    page_step,
+    softmax_start,
+    split_of,
+    split_partials,
+    store_merged,
+    store_split,
+)
 
 
 @triton.jit
-def tail_off_by_one_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq, Hkv, D, page, maxp, scale,
-                 GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr, PP: tl.constexpr, SPLITS: tl.constexpr,
-                 MAXS: tl.constexpr):
-    b = tl.program_id(0)
-    kvh = tl.program_id(1)
-    s = tl.program_id(2)
-    g = tl.arange(0, GP)
-    d = tl.arange(0, DP)
-    slot = tl.arange(0, PP)
-    heads = kvh * GROUP + g  # query heads h with h // GROUP == kvh
-    gmask = g < GROUP
-    dmask = d < D
-    n = tl.load(lens_ptr + b) - 1  # BUG: seq_lens[b] counts the new token too: attend to all n of them
-    n_pages = (n + page - 1) // page
-    per = (n_pages + SPLITS - 1) // SPLITS
-    lo = tl.minimum(s * per, n_pages)
-    hi = tl.minimum(lo + per, n_pages)
-    q = tl.load(q_ptr + (b * Hq + heads[:, None]) * D + d[None, :], mask=gmask[:, None] & dmask[None, :],
-                other=0.0).to(tl.float32) * scale
-    m = tl.full((GP,), float("-inf"), tl.float32)
-    l_i = tl.zeros((GP,), tl.float32)
-    acc = tl.zeros((GP, DP), tl.float32)
+def split_bug_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq, Hkv, D, page, maxp, scale,
+                     GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr, PP: tl.constexpr,
+                     SPLITS: tl.constexpr, MAXS: tl.constexpr, BUG: tl.constexpr):
+    b, kvh, s = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    if BUG == "gqa_head_mod":
+        heads = tl.arange(0, GP) * Hkv + kvh  # BUG: the heads h % Hkv == kvh; kvh serves h // GROUP == kvh
+    else:
+        heads = kvh * GROUP + tl.arange(0, GP)  # the query heads h with h // GROUP == kvh (rows past GROUP: padding)
+    q = load_q(q_ptr, b, heads, Hq, D, scale, GROUP, GP, DP)
+    if BUG == "tail_off_by_one":
+        n = tl.load(lens_ptr + b) - 1  # BUG: seq_lens[b] already counts the new token
+    else:
+        n = tl.load(lens_ptr + b)
+    if BUG == "drops_partial_page":
+        lo, hi = split_of(n // page, s, SPLITS)  # BUG: whole pages only; the partly filled last one is dropped
+    else:
+        lo, hi = split_of(tl.cdiv(n, page), s, SPLITS)  # this split's share of the sequence's pages
+    m, l_i, acc = softmax_start(GP, DP)
     for p in range(lo, hi):
-        pid = tl.load(table_ptr + b * maxp + p).to(tl.int64)  # the gather: one block-table read per page
-        tmask = (slot < page) & (p * page + slot < n)  # the last page may be partly filled
-        rows = ((pid * page + slot) * Hkv + kvh) * D
-        kv_mask = tmask[:, None] & dmask[None, :]
-        k = tl.load(k_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        v = tl.load(v_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        sc = tl.sum(q[:, None, :] * k[None, :, :], axis=2)  # [GP, PP]
-        sc = tl.where(tmask[None, :], sc, float("-inf"))
-        m_new = tl.maximum(m, tl.max(sc, axis=1))  # finite: every page in range has a valid slot
-        alpha = tl.exp(m - m_new)
-        pr = tl.exp(sc - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(pr, axis=1)
-        acc = acc * alpha[:, None] + tl.sum(pr[:, :, None] * v[None, :, :], axis=1)
-        m = m_new
-    row = (s * B + b) * Hq + heads  # [GP]
-    live = l_i > 0
-    o = acc / tl.where(live, l_i, 1.0)[:, None]
-    tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
-    if s == 0:  # the splits this launch does not have: empty for the merge
-        for e in range(SPLITS, MAXS):
-            tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
-
-
-@triton.jit
-def gqa_head_mod_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq, Hkv, D, page, maxp, scale,
-                 GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr, PP: tl.constexpr, SPLITS: tl.constexpr,
-                 MAXS: tl.constexpr):
-    b = tl.program_id(0)
-    kvh = tl.program_id(1)
-    s = tl.program_id(2)
-    g = tl.arange(0, GP)
-    d = tl.arange(0, DP)
-    slot = tl.arange(0, PP)
-    heads = g * Hkv + kvh  # BUG: the heads with h % Hkv == kvh; KV head kvh serves h // GROUP == kvh
-    gmask = g < GROUP
-    dmask = d < D
-    n = tl.load(lens_ptr + b)
-    n_pages = (n + page - 1) // page
-    per = (n_pages + SPLITS - 1) // SPLITS
-    lo = tl.minimum(s * per, n_pages)
-    hi = tl.minimum(lo + per, n_pages)
-    q = tl.load(q_ptr + (b * Hq + heads[:, None]) * D + d[None, :], mask=gmask[:, None] & dmask[None, :],
-                other=0.0).to(tl.float32) * scale
-    m = tl.full((GP,), float("-inf"), tl.float32)
-    l_i = tl.zeros((GP,), tl.float32)
-    acc = tl.zeros((GP, DP), tl.float32)
-    for p in range(lo, hi):
-        pid = tl.load(table_ptr + b * maxp + p).to(tl.int64)  # the gather: one block-table read per page
-        tmask = (slot < page) & (p * page + slot < n)  # the last page may be partly filled
-        rows = ((pid * page + slot) * Hkv + kvh) * D
-        kv_mask = tmask[:, None] & dmask[None, :]
-        k = tl.load(k_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        v = tl.load(v_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        sc = tl.sum(q[:, None, :] * k[None, :, :], axis=2)  # [GP, PP]
-        sc = tl.where(tmask[None, :], sc, float("-inf"))
-        m_new = tl.maximum(m, tl.max(sc, axis=1))  # finite: every page in range has a valid slot
-        alpha = tl.exp(m - m_new)
-        pr = tl.exp(sc - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(pr, axis=1)
-        acc = acc * alpha[:, None] + tl.sum(pr[:, :, None] * v[None, :, :], axis=1)
-        m = m_new
-    row = (s * B + b) * Hq + heads  # [GP]
-    live = l_i > 0
-    o = acc / tl.where(live, l_i, 1.0)[:, None]
-    tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
-    if s == 0:  # the splits this launch does not have: empty for the merge
-        for e in range(SPLITS, MAXS):
-            tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
-
-
-@triton.jit
-def reads_past_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq, Hkv, D, page, maxp, scale,
-                 GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr, PP: tl.constexpr, SPLITS: tl.constexpr,
-                 MAXS: tl.constexpr):
-    b = tl.program_id(0)
-    kvh = tl.program_id(1)
-    s = tl.program_id(2)
-    g = tl.arange(0, GP)
-    d = tl.arange(0, DP)
-    slot = tl.arange(0, PP)
-    heads = kvh * GROUP + g  # query heads h with h // GROUP == kvh
-    gmask = g < GROUP
-    dmask = d < D
-    n = tl.load(lens_ptr + b)
-    n_pages = (n + page - 1) // page
-    per = (n_pages + SPLITS - 1) // SPLITS
-    lo = tl.minimum(s * per, n_pages)
-    hi = tl.minimum(lo + per, n_pages)
-    q = tl.load(q_ptr + (b * Hq + heads[:, None]) * D + d[None, :], mask=gmask[:, None] & dmask[None, :],
-                other=0.0).to(tl.float32) * scale
-    m = tl.full((GP,), float("-inf"), tl.float32)
-    l_i = tl.zeros((GP,), tl.float32)
-    acc = tl.zeros((GP, DP), tl.float32)
-    for p in range(lo, hi):
-        pid = tl.load(table_ptr + b * maxp + p).to(tl.int64)  # the gather: one block-table read per page
-        tmask = (slot < page) & (p * page + slot < n)  # the last page may be partly filled
-        rows = ((pid * page + slot) * Hkv + kvh) * D
-        kv_mask = tmask[:, None] & dmask[None, :]
-        k = tl.load(k_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        v = tl.load(v_ptr + rows[:, None] + d[None, :], mask=(slot < page)[:, None] & dmask[None, :],
-                    other=0.0).to(tl.float32)  # BUG: the whole page; slots past seq_lens[b] need kv_mask
-        sc = tl.sum(q[:, None, :] * k[None, :, :], axis=2)  # [GP, PP]
-        sc = tl.where(tmask[None, :], sc, float("-inf"))
-        m_new = tl.maximum(m, tl.max(sc, axis=1))  # finite: every page in range has a valid slot
-        alpha = tl.exp(m - m_new)
-        pr = tl.exp(sc - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(pr, axis=1)
-        acc = acc * alpha[:, None] + tl.sum(pr[:, :, None] * v[None, :, :], axis=1)
-        m = m_new
-    row = (s * B + b) * Hq + heads  # [GP]
-    live = l_i > 0
-    o = acc / tl.where(live, l_i, 1.0)[:, None]
-    tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
-    if s == 0:  # the splits this launch does not have: empty for the merge
-        for e in range(SPLITS, MAXS):
-            tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
-
-
-@triton.jit
-def drops_partial_page_kernel(q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, o_ptr, lse_ptr, B, Hq, Hkv, D, page, maxp,
-                              scale, GROUP: tl.constexpr, GP: tl.constexpr, DP: tl.constexpr, PP: tl.constexpr,
-                              SPLITS: tl.constexpr, MAXS: tl.constexpr):
-    b = tl.program_id(0)
-    kvh = tl.program_id(1)
-    s = tl.program_id(2)
-    g = tl.arange(0, GP)
-    d = tl.arange(0, DP)
-    slot = tl.arange(0, PP)
-    heads = kvh * GROUP + g  # query heads h with h // GROUP == kvh
-    gmask = g < GROUP
-    dmask = d < D
-    n = tl.load(lens_ptr + b)
-    n_pages = (n + page - 1) // page
-    per = (n_pages + SPLITS - 1) // SPLITS
-    lo = tl.minimum(s * per, n_pages)
-    hi = tl.minimum(lo + per, n // page)  # BUG: whole pages only; the split ending in the last page loses it
-    q = tl.load(q_ptr + (b * Hq + heads[:, None]) * D + d[None, :], mask=gmask[:, None] & dmask[None, :],
-                other=0.0).to(tl.float32) * scale
-    m = tl.full((GP,), float("-inf"), tl.float32)
-    l_i = tl.zeros((GP,), tl.float32)
-    acc = tl.zeros((GP, DP), tl.float32)
-    for p in range(lo, hi):
-        pid = tl.load(table_ptr + b * maxp + p).to(tl.int64)  # the gather: one block-table read per page
-        tmask = (slot < page) & (p * page + slot < n)  # the last page may be partly filled
-        rows = ((pid * page + slot) * Hkv + kvh) * D
-        kv_mask = tmask[:, None] & dmask[None, :]
-        k = tl.load(k_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        v = tl.load(v_ptr + rows[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-        sc = tl.sum(q[:, None, :] * k[None, :, :], axis=2)  # [GP, PP]
-        sc = tl.where(tmask[None, :], sc, float("-inf"))
-        m_new = tl.maximum(m, tl.max(sc, axis=1))  # finite: every page in range has a valid slot
-        alpha = tl.exp(m - m_new)
-        pr = tl.exp(sc - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(pr, axis=1)
-        acc = acc * alpha[:, None] + tl.sum(pr[:, :, None] * v[None, :, :], axis=1)
-        m = m_new
-    row = (s * B + b) * Hq + heads  # [GP]
-    live = l_i > 0
-    o = acc / tl.where(live, l_i, 1.0)[:, None]
-    tl.store(o_ptr + row[:, None] * D + d[None, :], o, mask=gmask[:, None] & dmask[None, :])
-    tl.store(lse_ptr + row, tl.where(live, m + tl.log(tl.where(live, l_i, 1.0)), float("-inf")), mask=gmask)
-    if s == 0:  # the splits this launch does not have: empty for the merge
-        for e in range(SPLITS, MAXS):
-            tl.store(lse_ptr + (e * B + b) * Hq + heads, tl.full((GP,), float("-inf"), tl.float32), mask=gmask)
+        rows, valid = page_rows(table_ptr, b, p, n, kvh, Hkv, D, page, maxp, PP)
+        k = load_rows(k_ptr, rows, valid, D, DP)
+        if BUG == "reads_past_seq_len":
+            v = load_rows(v_ptr, rows, tl.arange(0, PP) < page, D, DP)  # BUG: the whole page, NaN slots too
+        else:
+            v = load_rows(v_ptr, rows, valid, D, DP)
+        m, l_i, acc = page_step(q, k, v, valid, m, l_i, acc)
+    store_split(o_ptr, lse_ptr, b, s, heads, m, l_i, acc, B, Hq, D, GROUP, GP, DP, SPLITS, MAXS)
 
 
 @triton.jit
 def merge_no_rescale_kernel(o_ptr, lse_ptr, out_ptr, S, BH, D, DP: tl.constexpr):
     r = tl.program_id(0)  # one (b, h) row
-    d = tl.arange(0, DP)
-    dmask = d < D
-    m = float("-inf")
-    l_i = 0.0
-    acc = tl.zeros((DP,), tl.float32)
+    m, l_i, acc = float("-inf"), 0.0, tl.zeros((DP,), tl.float32)
     for s in range(0, S):
         ls = tl.load(lse_ptr + s * BH + r)
-        live = ls > float("-inf")
-        m_new = tl.maximum(m, ls)
-        m_ref = tl.where(m_new > float("-inf"), m_new, 0.0)  # no live split yet: keep every exponent finite
-        alpha = tl.exp(m - m_ref)
-        w = tl.where(live, tl.exp(ls - m_ref), 0.0)
-        rowmask = dmask & (tl.zeros((DP,), tl.float32) + ls > float("-inf"))  # an empty split's o is not read
-        o = tl.load(o_ptr + (s * BH + r) * D + d, mask=rowmask, other=0.0).to(tl.float32)
+        m_new, alpha, w = merge_weight(ls, m)
+        o = load_partial(o_ptr, (s * BH + r) * D, ls, D, DP)
         l_i = l_i * alpha + w
         acc = acc + w * o  # BUG: l_i is rescaled by alpha when the max grows, acc is not
         m = m_new
-    out = tl.where(l_i > 0, acc / tl.where(l_i > 0, l_i, 1.0), 0.0)
-    tl.store(out_ptr + r * D + d, out.to(out_ptr.dtype.element_ty), mask=dmask)
+    store_merged(out_ptr, r, acc, l_i, D, DP)
 
 
 @functools.cache
-def _tuned(kernel: triton.JITFunction) -> triton.runtime.Autotuner:
-    """Return ``kernel`` launched as ``triton_split``'s (its configs on a GPU, its one config in cpu mode)."""
-    return tuned(kernel, SPLIT_TUNED.configs, cpu_config=SPLIT_TUNED.configs[0], key=["B", "Hkv", "maxp"])
+def _bug_tuned() -> triton.runtime.Autotuner:
+    """Return ``split_bug_kernel`` launched as ``triton_split``'s (its configs on a GPU, its one config in cpu mode)."""
+    return tuned(split_bug_kernel, SPLIT_TUNED.configs, cpu_config=SPLIT_TUNED.configs[0], key=["B", "Hkv", "maxp"])
 
 
-@register("decode_attention", "wrong_tail_off_by_one", backend="triton", bf16_dot=False,
-          expected_diagnosis="masking",
+def _run(bug: str, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+         seq_lens: torch.Tensor, scale: float | None) -> torch.Tensor:
+    """Run ``split_bug_kernel`` with ``BUG=bug`` and merge its splits with the right merge."""
+    o, lse = split_partials(q, k_cache, v_cache, block_table, seq_lens, scale, kernel=_bug_tuned(), BUG=bug)
+    return merge(o, lse, empty_like(q))
+
+
+@register("decode_attention", "wrong_tail_off_by_one", backend="triton", bf16_dot=False, expected_diagnosis="masking",
           idea="KNOWN WRONG: takes seq_lens[b] - 1 tokens: every sequence drops its newest token.")
 def wrong_tail_off_by_one(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                           seq_lens: torch.Tensor, scale: float | None = None) -> torch.Tensor:
-    o, lse = split_partials(q, k_cache, v_cache, block_table, seq_lens, scale, kernel=_tuned(tail_off_by_one_kernel))
-    return merge(o, lse, empty_like(q))
+    return _run("tail_off_by_one", q, k_cache, v_cache, block_table, seq_lens, scale)
 
 
-@register("decode_attention", "wrong_gqa_head_mod", backend="triton", bf16_dot=False,
-          expected_diagnosis="scattered",
+@register("decode_attention", "wrong_gqa_head_mod", backend="triton", bf16_dot=False, expected_diagnosis="scattered",
           idea="KNOWN WRONG: KV head kvh serves the query heads h % Hkv == kvh, not h // group.")
 def wrong_gqa_head_mod(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                        seq_lens: torch.Tensor, scale: float | None = None) -> torch.Tensor:
-    o, lse = split_partials(q, k_cache, v_cache, block_table, seq_lens, scale, kernel=_tuned(gqa_head_mod_kernel))
-    return merge(o, lse, empty_like(q))
+    return _run("gqa_head_mod", q, k_cache, v_cache, block_table, seq_lens, scale)
 
 
-@register("decode_attention", "wrong_reads_past_seq_len", backend="triton", bf16_dot=False,
-          expected_diagnosis="computed_nan",
-          idea="KNOWN WRONG: loads the last page's V slots past seq_lens unmasked: 0 * NaN.")
+@register("decode_attention", "wrong_reads_past_seq_len", expected_diagnosis="computed_nan", backend="triton",
+          bf16_dot=False, idea="KNOWN WRONG: loads the last page's V slots past seq_lens unmasked: 0 * NaN.")
 def wrong_reads_past_seq_len(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                              seq_lens: torch.Tensor, scale: float | None = None) -> torch.Tensor:
-    o, lse = split_partials(q, k_cache, v_cache, block_table, seq_lens, scale, kernel=_tuned(reads_past_kernel))
-    return merge(o, lse, empty_like(q))
+    return _run("reads_past_seq_len", q, k_cache, v_cache, block_table, seq_lens, scale)
 
 
 @register("decode_attention", "wrong_split_drops_partial_page", backend="triton", bf16_dot=False,
-          expected_diagnosis="masking",
-          idea="KNOWN WRONG: a split's pages end at n // page: the partly filled last page is dropped.")
+          expected_diagnosis="masking", idea="KNOWN WRONG: the splits share n // page pages: the partly filled last "
+                                              "page is in none.")
 def wrong_split_drops_partial_page(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                                    block_table: torch.Tensor, seq_lens: torch.Tensor,
                                    scale: float | None = None) -> torch.Tensor:
-    o, lse = split_partials(q, k_cache, v_cache, block_table, seq_lens, scale,
-                            kernel=_tuned(drops_partial_page_kernel))
-    return merge(o, lse, empty_like(q))
+    return _run("drops_partial_page", q, k_cache, v_cache, block_table, seq_lens, scale)
 
 
 @register("decode_attention", "wrong_merge_no_rescale", backend="triton", bf16_dot=False,
