@@ -308,6 +308,16 @@ MISTAKES = [
     ("moe-fp8-requant", "one scale of 1 for every row instead of amax / 448 per row and group",
      [("scale = tl.math.div_rn(tl.maximum(tl.max(tl.abs(h), axis=1), 1e-12), 448.0)",
        "scale = tl.full((h.shape[0],), 1.0, tl.float32)")], "precision"),
+    ("decode-block-table-gather", "off-by-one tail: t <= n reads token n, behind a junk table entry when n fills its "
+     "last page", [("valid = t < n  #", "valid = t <= n  #")], "out_of_bounds"),
+    ("decode-gqa-map", "h % Hkv: the groups interleaved instead of consecutive",
+     [("return h / group;", "return h % Hkv;")], "scattered"),
+    ("decode-lse-merge", "the split merged without rescaling the running output",
+     [("acc = acc * alpha + tl.where(", "acc = acc + tl.where(")], "online_rescale"),
+    ("decode-lse-merge", "an empty split weighted by exp(-inf) = 0 instead of skipped: 0 * NaN",
+     [("tl.where(live, w * o, 0.0)", "w * o")], "computed_nan"),
+    ("decode-lse-merge", "no -inf guard: exp(-inf - -inf) while every split so far is empty",
+     [('m_ref = tl.where(m_new > float("-inf"), m_new, 0.0)', "m_ref = m_new")], "computed_nan"),
 ]
 
 

@@ -71,6 +71,9 @@ GIVEN_CALLS = {
     "softmax-warp-shuffle": "return warp_softmax(SOURCE, x)",
     "transpose-coalesce": "return tile_transpose(SOURCE, x)",
     "transpose-bank-conflicts": "return tile_transpose(SOURCE, x)",
+    "decode-block-table-gather": "return paged_decode(token_slots, q, k_cache, v_cache, block_table, seq_lens, scale)",
+    "decode-gqa-map": "return gqa_decode(SOURCE, q, k_cache, v_cache, block_table, seq_lens, scale)",
+    "decode-lse-merge": "return lse_fold(fold_split, o, lse)",
 }
 GIVEN_ONLY = ("__global__", "RawKernel", "cuda.shared.array", "cuda.local.array", "wb.empty", "tl.store(", "[grid")
 

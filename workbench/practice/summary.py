@@ -24,7 +24,7 @@ from workbench.practice.base import LEVELS, TOPICS
 OP_TOPICS = {"vecadd": "memory", "transpose": "memory", "gemm": "gemm", "gemm_fp8": "tensor-cores",
              "softmax": "softmax", "rmsnorm": "softmax", "attention": "attention", "attention_bwd": "attention",
              "moe": "moe", "moe_align": "moe", "moe_topk": "moe", "moe_fp8": "tensor-cores",
-             "gemm_fp8_block": "tensor-cores"}
+             "gemm_fp8_block": "tensor-cores", "decode_attention": "attention", "lse_merge": "attention"}
 
 MARKED_CREDIT = 0.5  # a pass after a reveal or over time, against 1 for a clean pass
 SELF_REDO = 0.75  # a self-assessed answer marked below this share of its rubric is listed to redo
