@@ -121,6 +121,11 @@ JARGON: dict[str, str] = {
     "FlashAttention": r"\bFlashAttention(?:-\d)?\b|\bFA[123]\b",
     "causal mask": r"\bcausal\b",
     "score matrix": r"\bscore matrix\b",
+    "GQA": CS.format(r"\bGQA\b|\bMQA\b") + r"|\bgrouped-query\b",
+    "MLA": CS.format(r"\bMLA\b") + r"|\blatent attention\b",
+    "paged attention": r"\bpaged (?:attention|KV)\b|\bPagedAttention\b|\bblock[- ]tables?\b",
+    "split-KV": CS.format(r"\bsplit-KV\b") + r"|\bflash-decoding\b",
+    "log-sum-exp merge": r"\b(?:log-sum-exp|lse) merge\b",
     # number formats
     "tf32": r"\btf32\b",
     "fp16": r"\bfp16\b|\bfloat16\b",

@@ -53,6 +53,9 @@ NOTEBOOKS: dict[str, dict[str, tuple[str, ...]]] = {
     "03-flash-attention": {"attention": ("attention",), "attention_bwd": ("backward",)},
     "04-fused-moe": {"moe": ("moe", "mixture-of-experts", "expert"), "moe_topk": ("routing", "top-k"),
                      "moe_align": ("align block size",), "moe_fp8": ("fp8",)},
+    "06-decode-attention": {"decode_attention": ("decode attention", "decode"),
+                            "lse_merge": ("log-sum-exp merge", "lse merge"),
+                            "decode_attention_q8": ("quantized cache", "quantized")},
 }
 
 
