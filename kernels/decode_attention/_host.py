@@ -7,6 +7,7 @@ kernel of a ``cu/*.cu`` file for q's dtype with the arguments every decode kerne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 import torch
 
 from kernels._launch import cuda_kernel, cuda_spec, only_dtype
-from workbench import MODE, empty_like
+from workbench import MODE, empty_like, register
 from workbench.contracts import require
 from workbench.interop import to_raw
 
@@ -56,6 +57,15 @@ def head_dim_problem(who: str, shape: dict) -> str | None:
 def spec(cu: str, base: str, dtype: torch.dtype = torch.float16) -> dict:
     """Return what wb.inspect compiles: ``base``'s instance for ``dtype`` in ``cu/<cu>``."""
     return cuda_spec(CU / cu, base, dtype, options=only_dtype(dtype))
+
+
+def cuda_rung(name: str, cu: str, base: str, idea: str,
+              supports: Callable[[dict], str | None] | None = None) -> Callable:
+    """Return the decorator that registers the decode_attention CUDA C rung ``name`` whose kernel is ``base`` in
+    ``cu/<cu>``: ``supports`` (default: the D <= 128 limit every such kernel has) and ``wb.inspect``'s spec."""
+    return register("decode_attention", name, backend="cuda", cu_file=f"cu/{cu}", idea=idea,
+                    supports=supports or (lambda shape: head_dim_problem(name, shape)),
+                    inspect_spec=lambda: spec(cu, base))
 
 
 def kernel(cu: str, base: str, dtype: torch.dtype) -> Any:

@@ -26,6 +26,29 @@ MAX_L = 8192  # the score row in shared memory: 32 KiB of fp32
 CPU_LIMIT = CpuLimit("B*Hq", 64, "the Numba simulator runs one OS thread per CUDA thread, one block per (b, h)")
 
 
+@cuda.jit(device=True)
+def block_max(slots, t0, x):
+    """Return the max of every thread's ``x``: each writes its own slot, one barrier, then every thread reads all
+    THREADS slots (the same address at once: a broadcast, no bank conflict), so no tree and no second barrier."""
+    slots[t0] = x
+    cuda.syncthreads()
+    m = float32(-math.inf)
+    for u in range(THREADS):
+        m = max(m, slots[u])
+    return m
+
+
+@cuda.jit(device=True)
+def block_sum(slots, t0, x):
+    """Return the sum of every thread's ``x``, as :func:`block_max` does (its own slots: no barrier between)."""
+    slots[t0] = x
+    cuda.syncthreads()
+    total = float32(0.0)
+    for u in range(THREADS):
+        total += slots[u]
+    return total
+
+
 @cuda.jit
 def decode_block(q, k, v, table, lens, out, group, page, scale):
     h = cuda.blockIdx.x
@@ -48,23 +71,14 @@ def decode_block(q, k, v, table, lens, out, group, page, scale):
         s *= scale
         srow[t] = s
         mx = max(mx, s)
-    pmax[t0] = mx
-    cuda.syncthreads()
-    mx = float32(-math.inf)
-    for u in range(THREADS):
-        mx = max(mx, pmax[u])
+    mx = block_max(pmax, t0, mx)
 
     sm = float32(0.0)
     for t in range(t0, n, THREADS):  # phase 2: probabilities in place, their sum
         p = math.exp(srow[t] - mx)
         srow[t] = p
         sm += p
-    psum[t0] = sm
-    cuda.syncthreads()
-    sm = float32(0.0)
-    for u in range(THREADS):
-        sm += psum[u]
-    inv = float32(1.0) / sm
+    inv = float32(1.0) / block_sum(psum, t0, sm)
 
     for e in range(t0, d_all, THREADS):  # phase 3: threads over D
         o = float32(0.0)

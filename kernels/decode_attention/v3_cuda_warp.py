@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import torch
 
-from workbench import register
+from ._host import cuda_launch, cuda_rung, start
 
-from ._host import cuda_launch, head_dim_problem, spec, start
-
-CU = "cu/decode_warp.cu"
 WARPS = 4
 
 
-@register("decode_attention", "cuda_warp", backend="cuda", cu_file=CU,
-          supports=lambda shape: head_dim_problem("cuda_warp", shape),
-          inspect_spec=lambda: spec("decode_warp.cu", "decode_warp"),
-          idea="CUDA C: one warp per query head, one block-table read per page, warp_sum scores, online softmax.")
+@cuda_rung("cuda_warp", "decode_warp.cu", "decode_warp",
+           idea="CUDA C: one warp per query head, one block-table read per page, warp_sum scores, online softmax.")
 def cuda_warp(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
               seq_lens: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     out, sc = start(q, scale)
-    b, hq, _ = q.shape
-    if out.numel():
-        cuda_launch("decode_warp.cu", "decode_warp", (-(-hq // WARPS), b), 32 * WARPS, q, k_cache, v_cache,
-                    block_table, seq_lens, (out,), sc)
+    if out.numel():  # grid: (query heads / WARPS, sequences)
+        cuda_launch("decode_warp.cu", "decode_warp", (-(-q.shape[1] // WARPS), q.shape[0]), 32 * WARPS, q, k_cache,
+                    v_cache, block_table, seq_lens, (out,), sc)
     return out

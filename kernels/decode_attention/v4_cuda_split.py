@@ -15,7 +15,7 @@ import torch
 from workbench import empty, empty_like, register
 from workbench.interop import to_raw
 
-from ._host import cuda_launch, head_dim_problem, kernel, longest, num_splits, spec, start
+from ._host import cuda_launch, cuda_rung, kernel, longest, num_splits, spec, start
 
 CU = "cu/decode_split.cu"
 WARPS = 4
@@ -29,18 +29,15 @@ def merge_launch(base: str, o: torch.Tensor, lse: torch.Tensor, out: torch.Tenso
                                                 np.int32(d)))
 
 
-@register("decode_attention", "cuda_split", backend="cuda", cu_file=CU,
-          supports=lambda shape: head_dim_problem("cuda_split", shape),
-          inspect_spec=lambda: spec("decode_split.cu", "decode_split"),
-          idea="CUDA C split-KV: a warp per (split, head) writes fp32 partials and their lse; a merge kernel sums.")
+@cuda_rung("cuda_split", "decode_split.cu", "decode_split",
+           idea="CUDA C split-KV: a warp per (split, head) writes fp32 partials and their lse; a merge kernel sums.")
 def cuda_split(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
                seq_lens: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     out, sc = start(q, scale)
-    b, hq, d = q.shape
     if not out.numel():
         return out
-    page = k_cache.shape[1]
-    s = num_splits(b * hq, -(-longest(seq_lens) // page))
+    b, hq, d = q.shape
+    s = num_splits(b * hq, -(-longest(seq_lens) // k_cache.shape[1]))
     o_part = empty((s, b, hq, d), torch.float32, q.device)
     lse = empty((s, b, hq), torch.float32, q.device)
     cuda_launch("decode_split.cu", "decode_split", (-(-hq // WARPS), b, s), 32 * WARPS, q, k_cache, v_cache,

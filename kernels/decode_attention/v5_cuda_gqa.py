@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from workbench import register
+from ._host import cuda_launch, cuda_rung, head_dim_problem, start
 
-from ._host import cuda_launch, head_dim_problem, spec, start
-
-CU = "cu/decode_gqa.cu"
 MAX_GROUP = 32  # one warp per query head of the group: at most 1024 threads per block
 
 
@@ -25,15 +22,13 @@ def _supports(shape: dict) -> str | None:
     return head_dim_problem("cuda_gqa", shape)
 
 
-@register("decode_attention", "cuda_gqa", backend="cuda", cu_file=CU, supports=_supports,
-          inspect_spec=lambda: spec("decode_gqa.cu", "decode_gqa"),
-          idea="CUDA C GQA-grouped: a block per KV head stages each page chunk in shared memory for its query warps.")
+@cuda_rung("cuda_gqa", "decode_gqa.cu", "decode_gqa", supports=_supports,
+           idea="CUDA C GQA-grouped: a block per KV head stages each page chunk in shared memory for its query warps.")
 def cuda_gqa(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
              seq_lens: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     out, sc = start(q, scale)
-    b, hq, _ = q.shape
     hkv = k_cache.shape[2]
-    if out.numel():
-        cuda_launch("decode_gqa.cu", "decode_gqa", (hkv, b), 32 * (hq // hkv), q, k_cache, v_cache, block_table,
-                    seq_lens, (out,), sc)
+    if out.numel():  # grid: (KV heads, sequences); a warp per query head of the group
+        cuda_launch("decode_gqa.cu", "decode_gqa", (hkv, q.shape[0]), 32 * (q.shape[1] // hkv), q, k_cache, v_cache,
+                    block_table, seq_lens, (out,), sc)
     return out

@@ -7,9 +7,8 @@
 // runs decode_warp.cu's online softmax over the chunk reading the shared rows (lane l: columns l, l + 32, ...:
 // conflict-free), and a second __syncthreads before the next chunk overwrites the tiles.
 #include "../../include/kernel_helpers.cuh"  // to_f32, from_f32, warp_sum, WB_EACH_DTYPE
+#include "../../include/decode_row.cuh"      // DecodeRow, decode_start/score/fold/store, DECODE_EXPORT
 
-#define MAXD 128
-#define VPL (MAXD / 32)
 #define TT 16  // slots staged per chunk: 2 * 16 * 128 * 4 B = 16 KiB of shared memory
 
 // Block: group warps (query heads kvh * group ... + group - 1). Grid (Hkv, B).
@@ -17,23 +16,14 @@ template <typename T>
 __device__ void decode_gqa(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                            const int* __restrict__ table, const int* __restrict__ lens, T* __restrict__ out, int Hq,
                            int Hkv, int D, int page, int maxp, float scale) {
-  __shared__ float Ks[TT][MAXD];
-  __shared__ float Vs[TT][MAXD];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  __shared__ float Ks[TT][DECODE_MAXD];
+  __shared__ float Vs[TT][DECODE_MAXD];
   const int kvh = blockIdx.x, b = blockIdx.y;
-  const int group = Hq / Hkv;
-  const int h = kvh * group + warp;  // this warp's query head
+  const int h = kvh * (Hq / Hkv) + threadIdx.x / 32;  // this warp's query head
   const int n = lens[b];
-  float qr[VPL], acc[VPL];
-#pragma unroll
-  for (int i = 0; i < VPL; ++i) {
-    const int d = lane + 32 * i;
-    qr[i] = d < D ? to_f32(q[((size_t)b * Hq + h) * D + d]) * scale : 0.0f;
-    acc[i] = 0.0f;
-  }
-  float m = -CUDART_INF_F, l = 0.0f;
-  const int n_pages = (n + page - 1) / page;
-  for (int p = 0; p < n_pages; ++p) {
+  DecodeRow r;
+  decode_start(r, q + ((size_t)b * Hq + h) * D, D, scale);
+  for (int p = 0; p < (n + page - 1) / page; ++p) {
     const size_t pid = (size_t)table[(size_t)b * maxp + p];
     const int slots = min(page, n - p * page);
     for (int s0 = 0; s0 < slots; s0 += TT) {
@@ -45,40 +35,12 @@ __device__ void decode_gqa(const T* __restrict__ q, const T* __restrict__ k, con
         Vs[t][d] = to_f32(v[at]);
       }
       __syncthreads();
-      for (int t = 0; t < cnt; ++t) {  // every warp: its own query head over the shared rows
-        float part = 0.0f;
-#pragma unroll
-        for (int i = 0; i < VPL; ++i) {
-          const int d = lane + 32 * i;
-          if (d < D) part += qr[i] * Ks[t][d];
-        }
-        const float sc = warp_sum(part);
-        const float m_new = fmaxf(m, sc);
-        const float alpha = expf(m - m_new);
-        const float w = expf(sc - m_new);
-        l = l * alpha + w;
-#pragma unroll
-        for (int i = 0; i < VPL; ++i) {
-          const int d = lane + 32 * i;
-          if (d < D) acc[i] = acc[i] * alpha + w * Vs[t][d];
-        }
-        m = m_new;
-      }
+      for (int t = 0; t < cnt; ++t) decode_fold(r, decode_score(r, Ks[t], D), Vs[t], D);  // each warp its head
       __syncthreads();  // every warp is done with the tiles before the next chunk overwrites them
     }
   }
-  const float inv = 1.0f / l;
-#pragma unroll
-  for (int i = 0; i < VPL; ++i) {
-    const int d = lane + 32 * i;
-    if (d < D) out[((size_t)b * Hq + h) * D + d] = from_f32<T>(acc[i] * inv);
-  }
+  decode_store(r, 1.0f / r.l, out + ((size_t)b * Hq + h) * D, D);
 }
 
-#define DECODE_GQA(SFX, T, ...)                                                                                    \
-  extern "C" __global__ void decode_gqa_##SFX(const T* q, const T* k, const T* v, const int* table,              \
-                                              const int* lens, T* out, int Hq, int Hkv, int D, int page,          \
-                                              int maxp, float scale) {                                            \
-    decode_gqa<T>(q, k, v, table, lens, out, Hq, Hkv, D, page, maxp, scale);                                      \
-  }
+#define DECODE_GQA(SFX, T, ...) DECODE_EXPORT(decode_gqa, SFX, T)
 WB_EACH_DTYPE(DECODE_GQA)

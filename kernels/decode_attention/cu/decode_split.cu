@@ -9,9 +9,7 @@
 // out = sum_s w_s o_s / sum_s w_s, skipping empty splits (their o is not to be trusted: 0 * NaN is NaN).
 // The same merge kernel serves the lse_merge op (its instances lse_merge_<dtype>: partials in the op's dtype).
 #include "../../include/kernel_helpers.cuh"  // to_f32, from_f32, warp_sum, WB_EACH_DTYPE
-
-#define MAXD 128
-#define VPL (MAXD / 32)
+#include "../../include/decode_row.cuh"      // DecodeRow, decode_start/pages/store
 
 // o_part: [S, B, Hq, D] fp32; lse_part: [S, B, Hq] fp32. Grid (ceil(Hq / warps), B, S).
 template <typename T>
@@ -19,55 +17,19 @@ __device__ void decode_split(const T* __restrict__ q, const T* __restrict__ k, c
                              const int* __restrict__ table, const int* __restrict__ lens, float* __restrict__ o_part,
                              float* __restrict__ lse_part, int B, int Hq, int Hkv, int D, int page, int maxp,
                              float scale) {
-  const int lane = threadIdx.x & 31;
   const int h = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   const int b = blockIdx.y, s = blockIdx.z, S = gridDim.z;
   if (h >= Hq) return;
-  const int kvh = h / (Hq / Hkv);
   const int n = lens[b];
   const int n_pages = (n + page - 1) / page;
   const int per = (n_pages + S - 1) / S;  // pages per split
   const int lo = min(s * per, n_pages), hi = min(lo + per, n_pages);
-  float qr[VPL], acc[VPL];
-#pragma unroll
-  for (int i = 0; i < VPL; ++i) {
-    const int d = lane + 32 * i;
-    qr[i] = d < D ? to_f32(q[((size_t)b * Hq + h) * D + d]) * scale : 0.0f;
-    acc[i] = 0.0f;
-  }
-  float m = -CUDART_INF_F, l = 0.0f;
-  for (int p = lo; p < hi; ++p) {
-    const size_t pid = (size_t)table[(size_t)b * maxp + p];
-    const int slots = min(page, n - p * page);
-    for (int t = 0; t < slots; ++t) {
-      const size_t row = ((pid * page + t) * Hkv + kvh) * (size_t)D;
-      float part = 0.0f;
-#pragma unroll
-      for (int i = 0; i < VPL; ++i) {
-        const int d = lane + 32 * i;
-        if (d < D) part += qr[i] * to_f32(k[row + d]);
-      }
-      const float sc = warp_sum(part);
-      const float m_new = fmaxf(m, sc);
-      const float alpha = expf(m - m_new);
-      const float w = expf(sc - m_new);
-      l = l * alpha + w;
-#pragma unroll
-      for (int i = 0; i < VPL; ++i) {
-        const int d = lane + 32 * i;
-        if (d < D) acc[i] = acc[i] * alpha + w * to_f32(v[row + d]);
-      }
-      m = m_new;
-    }
-  }
+  DecodeRow r;
+  decode_start(r, q + ((size_t)b * Hq + h) * D, D, scale);
+  decode_pages(r, k, v, table + (size_t)b * maxp, lo, hi, n, page, Hkv, h / (Hq / Hkv), D);
   const size_t slot = ((size_t)s * B + b) * Hq + h;
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // an empty split: o = 0, lse = -inf
-#pragma unroll
-  for (int i = 0; i < VPL; ++i) {
-    const int d = lane + 32 * i;
-    if (d < D) o_part[slot * D + d] = acc[i] * inv;
-  }
-  if (lane == 0) lse_part[slot] = l > 0.0f ? m + logf(l) : -CUDART_INF_F;
+  decode_store(r, r.l > 0.0f ? 1.0f / r.l : 0.0f, o_part + slot * D, D);  // an empty split: o = 0, lse = -inf
+  if ((threadIdx.x & 31) == 0) lse_part[slot] = r.l > 0.0f ? r.m + logf(r.l) : -CUDART_INF_F;
 }
 
 // o: [S, B*H, D] partials (TI), lse: [S, B*H] fp32, out: [B*H, D] (TO). One warp per (b, h): grid ceil(BH / warps).
