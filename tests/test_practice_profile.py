@@ -54,7 +54,8 @@ def test_at_least_ten_profile_drills_over_the_chapters_and_limiters():
     listed = wb.drills(kind="profile")
     assert ids(listed) == ids(PROFILE)
     chapters = Counter(d.chapter for d in PROFILE)
-    assert set(chapters) == {"00-workbench-tour", "01-gemm", "02-softmax", "03-flash-attention", "04-fused-moe"}
+    assert set(chapters) == {"00-workbench-tour", "01-gemm", "02-softmax", "03-flash-attention", "04-fused-moe",
+                             "06-decode-attention"}
     limiters = Counter(d.limiter for d in PROFILE)
     assert len(limiters) >= 8, limiters
     assert {d.spec.kind for d in PROFILE} == set(pd.TABLE_KINDS)
@@ -176,6 +177,7 @@ FIX_SYNONYMS = {
     "uncap-registers": ["remove the register cap", "drop the launch bounds", "allow more registers"],
     "smaller-thread-tile": ["a smaller thread tile", "fewer accumulators per thread"],
     "split-kv": ["split-KV", "flash-decoding", "split the keys across blocks"],
+    "gqa-group": ["one block per KV head", "GQA grouping", "share each page across the query group"],
     "split-k": ["split-K", "split the K dimension"],
     "stream-k": ["stream-K", "a persistent kernel"],
     "smaller-tiles": ["smaller tiles", "smaller block tiles"],

@@ -228,6 +228,37 @@ def kv_cache(layers: int, kv_heads: int, head_dim: int, seq: int, batch: int, dt
                                    f"positions * {batch} sequences * {e} B = {fmt(b)} B",))
 
 
+def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, dtype: str) -> Napkin:
+    """KiB of KV cache one token adds: K and V, per layer, per KV head, head_dim values each."""
+    e = _elem(dtype)
+    b = 2 * layers * kv_heads * head_dim * e
+    return Napkin(b / KIB, "KiB", (f"2 (K and V) * {layers} layers * {kv_heads} KV heads * {head_dim} * {e} B "
+                                   f"= {fmt(b)} B",
+                                   f"{fmt(b)} / 1024 = {fmt(b / KIB)} KiB"))
+
+
+def kv_tokens_fit(layers: int, kv_heads: int, head_dim: int, dtype: str, free_gib: float) -> Napkin:
+    """Whole tokens of KV cache (all sequences together) that fit in ``free_gib`` GiB of HBM."""
+    e = _elem(dtype)
+    per = 2 * layers * kv_heads * head_dim * e
+    n = math.floor(free_gib * GIB / per)
+    return Napkin(n, "tokens", (f"per token: 2 (K and V) * {layers} layers * {kv_heads} KV heads * {head_dim} * {e} B "
+                                f"= {fmt(per)} B",
+                                f"{free_gib:g} GiB = {free_gib:g} * 2^30 B = {fmt(free_gib * GIB)} B",
+                                f"floor({fmt(free_gib * GIB)} / {fmt(per)}) = {fmt(n)} tokens"))
+
+
+def splits_to_fill(B: int, heads: int, per_sm: int, device: str) -> Napkin:  # noqa: N803
+    """Fewest split-KV splits per (sequence, head) for ``per_sm`` blocks on every SM of ``device``."""
+    d = _device(device)
+    want = per_sm * d.sm_count
+    s = math.ceil(want / (B * heads))
+    return Napkin(s, "splits", (f"without splits: B * heads = {B} * {heads} = {B * heads} blocks",
+                                f"wanted: {per_sm} blocks per SM * {d.sm_count} SMs = {want} blocks",
+                                f"splits = ceil({want} / {B * heads}) = {s} ({B * heads * s} blocks)"),
+                  {"sm_count": d.sm_count, "device_name": d.name})
+
+
 def attention_scores_bytes(B: int, H: int, S: int, dtype: str) -> Napkin:  # noqa: N803
     """GiB of the S x S score matrix that standard attention writes (and reads back) per call."""
     e = _elem(dtype)
@@ -306,4 +337,4 @@ FUNCTIONS = {f.__name__: f for f in (
     op_bytes, op_intensity, ridge, time_at_bandwidth, roofline_time, op_tflop, smem_per_stage, occupancy,
     blocks_per_sm, bank_conflict_ways, sectors_per_warp_load, waves, gemm_tile_intensity, kv_cache,
     attention_scores_bytes, weights_read_time, padded_rows_bound, block_scale_overhead, splitk_workspace,
-    fp8_gemm_speedup, softmax_passes_time, e4m3_step_at)}
+    fp8_gemm_speedup, softmax_passes_time, e4m3_step_at, kv_bytes_per_token, kv_tokens_fit, splits_to_fill)}

@@ -71,6 +71,28 @@ def _draw_merge(rng: random.Random) -> tuple:
     return o1, base + rng.uniform(-8, 8), o2, base + rng.uniform(-8, 8)
 
 
+def merge_splits(o, lse):
+    """Merge S split-KV partials o[S, d] (each normalised over its own keys) by their log-sum-exps lse[S].
+
+    An empty split (lse = -inf) adds nothing, whatever its row of o holds; with every split empty the output is 0.
+    """
+    live = np.isfinite(lse)
+    if not live.any():
+        return np.zeros(o.shape[1])
+    w = np.exp(lse[live] - lse[live].max())  # each live split's share, the largest 1
+    return w @ o[live] / w.sum()
+
+
+def _draw_splits(rng: random.Random) -> tuple:
+    s, d = rng.randint(1, 6), rng.randint(2, 4)
+    g = np.random.default_rng(rng.getrandbits(32))
+    o = g.normal(size=(s, d))
+    lse = rng.uniform(-5, 5) * 10 ** rng.randint(0, 2) + g.uniform(-8, 8, size=s)  # up to +-500: exp overflows
+    if s > 1 and rng.random() < 0.5:  # a short sequence's last split has no keys
+        lse[-1], o[-1] = -np.inf, np.nan
+    return o, lse
+
+
 def fa2_step(m, l, acc, s, v):  # noqa: E741
     """One key block of the FlashAttention-2 forward for one query row: scores s[Bc], values v[Bc, d].
 
@@ -188,6 +210,11 @@ REFS: dict[str, Ref] = {r.name: r for r in (
         fixed=((np.array([1.0, 2.0]), 1000.0, np.array([3.0, -1.0]), 999.0),
                (np.array([0.5]), 0.0, np.array([-0.5]), 0.0)),
         returns="the pair (o, lse): the output over both key sets and its log-sum-exp"),
+    Ref("merge_splits", ("o", "lse"), merge_splits, _draw_splits,
+        fixed=((np.array([[1.0, 2.0], [3.0, -1.0]]), np.array([1000.0, 999.0])),
+               (np.array([[0.5, 1.0], [np.nan, np.nan]]), np.array([2.0, -np.inf])),
+               (np.array([[np.nan, np.nan], [np.nan, np.nan]]), np.array([-np.inf, -np.inf]))),
+        returns="the merged output, an array of d values"),
     Ref("fa2_step", ("m", "l", "acc", "s", "v"), fa2_step, _draw_fa2,
         fixed=((_INF, 0.0, np.zeros(2), np.array([0.5, -1.0, 2.0]), np.ones((3, 2))),),
         returns="the triple (m_new, l_new, acc_new)"),
