@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import workbench as wb
+from kernels.decode_attention import decode_attention_partial
 from kernels.decode_attention import reference as M
 from kernels.decode_attention import reference as R
 from tests._ops import variant_reports, wrong_report
@@ -159,6 +160,77 @@ def test_split_partials_merged_by_lse_merge_give_the_reference():
             ranges = R.split_ranges(n_pages, splits)
             covered = [p for lo, hi in ranges for p in range(lo, hi)]
             assert covered == list(range(n_pages)) and len(ranges) == splits
+
+
+# ---------------------------------------------------------------------------------- decode_attention_partial
+def _direct_split(q, k, v, bt, sl, scale, splits):
+    """The partials written as loops: split s of sequence b covers tokens [lo * page, min(hi * page, n)) of the
+    pages split_ranges gives it; its output is the softmax over those tokens, its lse their log-sum-exp."""
+    page = k.shape[1]
+    o = torch.zeros((splits, *q.shape), dtype=torch.float64)
+    lse = torch.full((splits, *q.shape[:2]), float("-inf"), dtype=torch.float64)
+    for b, n in enumerate(sl.tolist()):
+        for s, (lo, hi) in enumerate(R.split_ranges(-(-n // page), splits)):
+            t0, t1 = lo * page, min(hi * page, n)
+            for h in range(q.shape[1]) if t0 < t1 else ():
+                kvh = h // (q.shape[1] // k.shape[2])
+                ids = [(int(bt[b, t // page]), t % page) for t in range(t0, t1)]
+                sc = torch.tensor([float(q[b, h].double() @ k[i, j, kvh].double()) * scale for i, j in ids])
+                lse[s, b, h] = torch.logsumexp(sc.double(), 0)
+                w = torch.softmax(sc.double(), 0)
+                o[s, b, h] = sum(wi * v[i, j, kvh].double() for wi, (i, j) in zip(w, ids, strict=True))
+    return o, lse
+
+
+def test_decode_attention_partial_is_the_split_of_split_ranges_in_float64():
+    args = _inputs(B=5, Hq=4, Hkv=2, L=13, D=8, page=4, seed=6)
+    for splits, scale in ((1, None), (3, 0.3), (5, None)):  # 5 splits: more than most sequences have pages
+        o, lse = decode_attention_partial(*args, scale=scale, num_splits=splits)
+        want_o, want_lse = _direct_split(*args, 1 / math.sqrt(8) if scale is None else scale, splits)
+        assert o.dtype == lse.dtype == torch.float64 and o.shape == (splits, 5, 4, 8) and lse.shape == (splits, 5, 4)
+        assert torch.equal(torch.isinf(lse), torch.isinf(want_lse)), splits  # the same empty splits
+        assert torch.allclose(o, want_o, atol=1e-12) and torch.allclose(lse, want_lse, atol=1e-12), splits
+    assert int(torch.isfinite(lse[:, 0, 0]).sum()) == 4 and bool(torch.isinf(lse).any())  # 4 pages, 5 splits
+
+
+def test_decode_attention_partial_merged_by_every_lse_merge_is_the_reference():
+    """The merge tested alone: exact partials in, each lse_merge variant's merge out, against decode_attention."""
+    for dt, tol in ((torch.float32, 2e-5), (torch.float16, 2e-3)):
+        args = _inputs(dt, B=6, Hq=8, Hkv=2, L=17, D=16, page=4, seed=7)
+        ref = R.reference(*args)
+        for splits in (2, 4, 7):
+            o, lse = decode_attention_partial(*args, num_splits=splits)
+            assert torch.allclose(M.merge_reference(o.to(dt), lse.float()), ref, atol=tol, rtol=tol), (dt, splits)
+            for v in wb.variants("lse_merge"):
+                if v.expected_diagnosis is None and v.runs_here(dt):
+                    got = v(o.to(dt), lse.float()).double()
+                    assert torch.allclose(got, ref, atol=tol, rtol=tol), (v.name, dt, splits)
+
+
+@pytest.mark.parametrize("rung", ["triton_split", "triton_gqa_dot"])
+def test_the_triton_split_kernels_write_decode_attention_partial(rung):
+    """Each Triton split kernel's partials (before its merge) are decode_attention_partial's, SPLITS = 2."""
+    from kernels.decode_attention import v6_triton_split as V6
+    from kernels.decode_attention import v7_triton_gqa_dot as V7
+
+    args = _inputs(B=4, Hq=8, Hkv=2, L=13, D=16, page=4, seed=8)
+    kernel, extra = ((V6.split_kernel, {}) if rung == "triton_split" else
+                     (V7.gqa_dot_kernel, {"min_tile": V7.DOT_MIN, "PRECISION": "ieee"}))
+    o, lse = V6.split_partials(*args, None, kernel=kernel, SPLITS=2, **extra)
+    want_o, want_lse = decode_attention_partial(*args, num_splits=2)
+    assert torch.equal(torch.isinf(lse[:2]), torch.isinf(want_lse)) and bool(torch.isinf(lse[2:]).all())
+    live = torch.isfinite(want_lse)
+    assert torch.allclose(lse[:2].double()[live], want_lse[live], atol=1e-5)
+    assert torch.allclose(o[:2].double(), want_o, atol=1e-5)
+
+
+def test_decode_attention_partial_refuses_bad_splits_and_inputs():
+    args = _inputs()
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(wb.OpError, match=r"decode_attention: num_splits must be an int >= 1"):
+            decode_attention_partial(*args, num_splits=bad)
+    with pytest.raises(wb.OpError, match=r"decode_attention: input seq_lens\[B\].*int32"):
+        decode_attention_partial(*args[:4], args[4].long())
 
 
 # --------------------------------------------------------------------------------------------------- lse_merge

@@ -162,8 +162,8 @@ def split_partials(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor
     (an empty split: lse = -inf, output 0)."""
     page = k_cache.shape[1]
     b_, hq, d = q.shape
-    o = torch.zeros((num_splits, b_, hq, d), dtype=torch.float64)
-    lse = torch.full((num_splits, b_, hq), float("-inf"), dtype=torch.float64)
+    o = torch.zeros((num_splits, b_, hq, d), dtype=torch.float64, device=q.device)
+    lse = torch.full((num_splits, b_, hq), float("-inf"), dtype=torch.float64, device=q.device)
     group = hq // k_cache.shape[2]
     for b, n in enumerate(seq_lens):
         k = gather(k_cache, block_table[b], n).double().repeat_interleave(group, dim=1)
@@ -176,6 +176,26 @@ def split_partials(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor
             lse[s, b] = torch.logsumexp(sc, dim=-1)
             o[s, b] = torch.einsum("hn,nhd->hd", torch.softmax(sc, dim=-1), v[t0:t1])
     return o, lse
+
+
+def decode_attention_partial(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
+                             seq_lens: torch.Tensor, scale: float | None = None,
+                             num_splits: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return decode_attention's split-KV partials in float64: (o_partials [S,B,Hq,D], lse [S,B,Hq]), S = num_splits.
+
+    Each sequence's ceil(seq_lens[b] / page) pages are cut as every split-KV kernel here cuts them
+    (:func:`split_ranges`: ceil(n_pages / S) pages per split, the last splits ragged or empty). ``o_partials[s, b, h]``
+    is the softmax attention of query head h over split s's tokens alone and ``lse[s, b, h]`` the natural-log
+    log-sum-exp of that split's scaled scores; an empty split (a short sequence has fewer pages than splits) has
+    lse = -inf and o = 0. Merged by the ``lse_merge`` rule they give :func:`reference`'s output: the pair is how
+    the merge is tested alone, against the partials a split kernel should write (``lse_merge`` takes fp32 lse and
+    o in fp32, fp16 or bf16: ``wb.reference("lse_merge")(o.float(), lse.float())``).
+    """
+    validate(q, k_cache, v_cache, block_table, seq_lens, scale)
+    require(OP_NAME, isinstance(num_splits, int) and not isinstance(num_splits, bool) and num_splits >= 1,
+            f"num_splits must be an int >= 1, got {num_splits!r}")
+    lens = [int(n) for n in seq_lens.tolist()]
+    return split_partials(q, k_cache, v_cache, block_table, lens, default_scale(q.shape[-1], scale), num_splits)
 
 
 SPLIT_COUNTS = (2, 3, 4, 8, 16)  # the num_splits a split-KV kernel might use, for recognising its merge mistake

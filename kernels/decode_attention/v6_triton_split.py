@@ -69,9 +69,10 @@ def page_rows(table_ptr, b, p, n, kvh, Hkv, D, page, maxp, PP: tl.constexpr):
 
 @triton.jit
 def load_rows(ptr, rows, valid, D, DP: tl.constexpr):
-    """Return the [PP, DP] fp32 tile of the rows at ``ptr + rows``; the rows not ``valid`` are not read (0)."""
+    """Return the [PP, DP] tile of the rows at ``ptr + rows`` in the cache's dtype; the rows not ``valid`` are not
+    read (0)."""
     d = tl.arange(0, DP)
-    return tl.load(ptr + rows[:, None] + d[None, :], mask=valid[:, None] & (d < D)[None, :], other=0.0).to(tl.float32)
+    return tl.load(ptr + rows[:, None] + d[None, :], mask=valid[:, None] & (d < D)[None, :], other=0.0)
 
 
 @triton.jit
@@ -92,10 +93,11 @@ def softmax_fold(sc, m, l_i):
 
 @triton.jit
 def page_step(q, k, v, valid, m, l_i, acc):
-    """Return the online softmax state (m, l, acc) after one page: scores q k^T by broadcast-multiply-and-sum."""
-    sc = tl.where(valid[None, :], tl.sum(q[:, None, :] * k[None, :, :], axis=2), float("-inf"))  # [GP, PP]
-    m_new, alpha, pr, l_new = softmax_fold(sc, m, l_i)
-    return m_new, l_new, acc * alpha[:, None] + tl.sum(pr[:, :, None] * v[None, :, :], axis=1)
+    """Return the online softmax state (m, l, acc) after one page of K and V tiles [PP, DP]: scores q k^T by
+    broadcast-multiply-and-sum in fp32."""
+    sc = tl.sum(q[:, None, :] * k.to(tl.float32)[None, :, :], axis=2)  # [GP, PP]
+    m_new, alpha, pr, l_new = softmax_fold(tl.where(valid[None, :], sc, float("-inf")), m, l_i)
+    return m_new, l_new, acc * alpha[:, None] + tl.sum(pr[:, :, None] * v.to(tl.float32)[None, :, :], axis=1)
 
 
 @triton.jit
@@ -198,19 +200,24 @@ def merge(o: torch.Tensor, lse: torch.Tensor, out: torch.Tensor, kernel=merge_ke
 
 
 def split_partials(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, block_table: torch.Tensor,
-                   seq_lens: torch.Tensor, scale: float | None, kernel=SPLIT_TUNED,
+                   seq_lens: torch.Tensor, scale: float | None, kernel=SPLIT_TUNED, min_tile: int = 1,
                    **consts: object) -> tuple[torch.Tensor, ...]:
     """Return (o_partials [MAX_SPLITS, B, Hq, D] fp32, lse [MAX_SPLITS, B, Hq] fp32) of ``kernel``'s splits
-    (``split_kernel``'s arguments; ``consts``: the further constexprs of a kernel that takes more)."""
+    (``split_kernel``'s arguments; ``consts``: the further constexprs of a kernel that takes more; ``min_tile``: the
+    least tile size GP, DP and PP may have, 16 for ``tl.dot``)."""
     b, hq, d = q.shape
     _, page, hkv, _ = k_cache.shape
     group = hq // hkv
+
+    def tile(x: int) -> int:
+        return max(min_tile, p2(x))
+
     o = empty((MAX_SPLITS, b, hq, d), torch.float32, q.device)
     lse = empty((MAX_SPLITS, b, hq), torch.float32, q.device)
     if b:
         kernel[lambda meta: (b, hkv, meta["SPLITS"])](
             q, k_cache, v_cache, block_table, seq_lens, o, lse, b, hq, hkv, d, page, block_table.shape[1],
-            default_scale(d, scale), GROUP=group, GP=p2(group), DP=p2(d), PP=p2(page), MAXS=MAX_SPLITS,
+            default_scale(d, scale), GROUP=group, GP=tile(group), DP=tile(d), PP=tile(page), MAXS=MAX_SPLITS,
             **consts)
     return o, lse
 
