@@ -79,6 +79,8 @@ MISTAKES: dict[str, tuple[str, ...]] = {
                      "requantization", "skipped requant", "fp8", "rounding"),
     "block_scale": ("block scale", "block scales", "scale index", "scale row", "wrong scale", "scale",
                     "scales", "indexing", "index"),
+    "head_map": ("gqa", "gqa mapping", "head mapping", "head map", "kv head", "kv head index", "head index",
+                 "query group", "group mapping", "grouping", "modulo", "indexing", "index"),
 }
 # The mistake each checker diagnosis names (``scattered`` names none: it only says no pattern was found).
 DIAGNOSIS_MISTAKES: dict[str, tuple[str, ...]] = {
@@ -104,6 +106,8 @@ KERNEL_MISTAKES: dict[str, tuple[str, ...]] = {
     "gemm_fp8_block/wrong_scale_first_group": ("block_scale",),
     "rmsnorm/wrong_mean_over_rows": ("scale", "normalizer"),
     "softmax/wrong_unguarded_warp_slots": ("uninitialized", "bounds"),
+    "decode_attention/wrong_gqa_head_mod": ("head_map",),
+    "decode_attention/wrong_reads_past_seq_len": ("bounds",),
 }
 
 
@@ -497,7 +501,9 @@ class SpotTheBugDrill(Drill):
         """Return the kernel's host function, run from a copy of its file(s) as they are or with the fix applied.
 
         The copy (the ``@register`` decorators dropped, nothing else changed) lives in a temporary folder with the
-        CUDA C file at the same relative path, so the module finds it as the original does.
+        CUDA C file at the same relative path, so the module finds it as the original does; a relative import in it
+        (``from .v6_triton_split import ...``) resolves in the kernel's own package, whose other files the fix leaves
+        alone.
         """
         v = self.kernel
         texts = self._texts(fixed, for_listing=False)
@@ -511,7 +517,7 @@ class SpotTheBugDrill(Drill):
         if v.cu_file is not None:
             _copy_cuda(Path(v.cu_file), texts["cu"], src.parent, tmp)
         ns: dict[str, Any] = {"__name__": f"workbench_spot_{self.id.replace('-', '_')}_{int(fixed)}",
-                              "__file__": str(py)}
+                              "__file__": str(py), "__package__": v.fn.__module__.rpartition(".")[0]}
         exec(compile(texts["py"], str(py), "exec"), ns)  # noqa: S102  (the project's own kernel file)
         return ns[v.fn.__name__]
 
