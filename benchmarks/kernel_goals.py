@@ -1,4 +1,4 @@
-"""Measure the H200 goals of the GEMM, softmax and FlashAttention notebooks, each a ratio taken in one run.
+"""Measure the H200 goals of the GEMM, softmax, FlashAttention and decode notebooks, each a ratio taken in one run.
 
 GEMM (issue "Notebook 01"), against ``torch.matmul`` (cuBLAS) at the same shape and dtype:
 - Triton bf16 (the faster of ``triton_autotuned`` and ``triton_persistent_tma`` per shape): >= 0.95 at 8192^3,
@@ -16,6 +16,13 @@ FlashAttention (issue "Notebook 03"), bf16, TFLOP/s by the FA papers' count, aga
 - causal (D = 128, S = 8k) and D = 64 (non-causal, S = 8k): >= 0.80;
 - ``triton_fa2_bwd`` >= 0.70 of the fastest backward baseline (D = 128, S = 8k).
 
+Decode attention (issue 30, notebook 06), bf16, B = 8 sequences of 8192 tokens each (make's input case "full"),
+Hq = 32, Hkv = 8, D = 128, page 16, against a device-to-device copy of the same bytes as the KV cache:
+- ``triton_split``: K and V bytes it must read (2 * B * L * Hkv * D * 2 B = 268 MB) per second >= 0.85 of the copy
+  bandwidth (bytes read + written per second); reported beside torch SDPA on a dense [B, Hkv, L, D] cache
+  (``enable_gqa``, no gather), the registered ``torch_sdpa`` (gather included), FlashInfer's paged decode if
+  ``flashinfer`` is importable, and the other decode kernels (``triton_gqa_dot``, ``cuda_gqa``, ``cuda_split``).
+
 Every variant is checked before it is timed (``workbench.bench``); an autotuned kernel is tuned once, at the goal
 shape, and checked with the config it chose (``workbench.benchmark_goals.tuned_once``). Writes
 ``<gpu>-<date>-<op>.json`` and ``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``, again after every
@@ -24,7 +31,7 @@ where it stopped, exit status 143).
 ``scripts/import-gpu-results.py`` copies them into ``results/`` after reading them. Without a GPU it refuses
 unless ``--smoke`` (cpu-mode sizes, torch variants only, nothing into ``results/``).
 
-Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention] [--out-dir out/kernel-goals] [--smoke]
+Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention,decode] [--out-dir out/kernel-goals] [--smoke]
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from workbench.benchmark_goals import (
     geomean,
     refuse_without_gpu,
     stop_on_sigterm,
+    time_call,
 )
 
 BF16, FP32 = torch.bfloat16, torch.float32
@@ -181,8 +189,97 @@ def attention_goals(run: GoalRun, gpu: bool) -> None:
            baseline=base[0] if base else None)
 
 
+DECODE_GOAL = {"B": 8, "Hq": 32, "Hkv": 8, "L": 8192, "D": 128, "page": 16}
+DECODE_SMOKE = {"B": 2, "Hq": 4, "Hkv": 2, "L": 40, "D": 32, "page": 16}
+DECODE_KERNELS = ("triton_split", "triton_gqa_dot", "cuda_gqa", "cuda_split")  # the goal's first
+
+
+def kv_bytes(shape: dict, dtype: torch.dtype) -> int:
+    """Return the K and V bytes a decode step must read: every token of every sequence, each KV head once."""
+    return 2 * shape["B"] * shape["L"] * shape["Hkv"] * shape["D"] * torch.empty((), dtype=dtype).element_size()
+
+
+def _dense_sdpa(inputs: tuple) -> Callable[[], torch.Tensor]:
+    """Return SDPA over the same tokens held as a dense [B, Hkv, L, D] cache (no block table, no gather): the
+    attention FlashInfer and our kernels do on pages, done where the cache is one contiguous block per head."""
+    from kernels.decode_attention.reference import dense_kv
+
+    q, k_cache, v_cache, table, lens = inputs
+    k, v, _ = dense_kv(k_cache, v_cache, table, lens, int(lens.max()))
+    k, v, q4 = k.contiguous(), v.contiguous(), q[:, :, None, :]  # every sequence L tokens: no mask
+    return lambda: torch.nn.functional.scaled_dot_product_attention(q4, k, v, enable_gqa=True)[:, :, 0, :]
+
+
+def _flashinfer(inputs: tuple) -> Callable[[], torch.Tensor]:
+    """Return FlashInfer's paged decode (BatchDecodeWithPagedKVCacheWrapper, NHD: our layout) on the same pages;
+    ImportError when flashinfer is not installed."""
+    import flashinfer
+
+    q, k_cache, v_cache, table, lens = inputs
+    page, hkv, d = k_cache.shape[1:]
+    n_pages = (lens + page - 1) // page
+    indptr = torch.cat([n_pages.new_zeros(1), n_pages.cumsum(0)]).int()
+    indices = torch.cat([table[b, :n] for b, n in enumerate(n_pages.tolist())]).int()
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+        torch.empty(128 * 2**20, dtype=torch.uint8, device=q.device), "NHD")
+    wrapper.plan(indptr, indices, (lens - (n_pages - 1) * page).int(), q.shape[1], hkv, d, page,
+                 q_data_type=q.dtype, kv_data_type=k_cache.dtype)
+    return lambda: wrapper.run(q, (k_cache, v_cache))
+
+
+def _baseline(run: GoalRun, label: str, build: Callable[[tuple], Callable[[], torch.Tensor]], inputs: tuple,
+              ref: torch.Tensor, kv: int) -> None:
+    """Time a decode baseline that is no registered variant into ``run.goals`` (after checking its output against
+    the float64 reference on the same inputs); a baseline that cannot run here or is wrong leaves a note."""
+    from kernels.decode_attention.reference import tolerance
+    from workbench.checker import close_to
+
+    try:
+        fn = build(inputs)
+        atol, rtol = tolerance(inputs[0].dtype, {})
+        if not close_to(fn().double(), ref, atol, rtol):
+            run.notes.append(f"decode baseline {label}: its output does not match the reference; not timed")
+            return
+        med, p20, p80 = time_call(fn)
+    except Exception as e:  # flashinfer missing, an SDPA without enable_gqa: say so, keep measuring
+        run.notes.append(f"decode baseline {label}: not measured ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+        return
+    base = {"time_ms": med, "p20_ms": p20, "p80_ms": p80}
+    if wb.mode() == "gpu":
+        base["kv_gbs"] = kv / (med * 1e-3) / 1e9
+    run.goals["baselines"][label] = base
+    run.save()
+
+
+def decode_goals(run: GoalRun, gpu: bool) -> None:
+    """Time paged decode attention at the goal shape into ``run``: the Triton split-KV goal against a device copy
+    of the KV cache's bytes, then the baselines and the other decode kernels for the record."""
+    from kernels.decode_attention.reference import FULL, make, reference
+
+    shape, dt = (DECODE_GOAL, BF16) if gpu else (DECODE_SMOKE, FP32)
+    kv = kv_bytes(shape, dt)
+    goals = run.goals
+    goals.update({"op": "decode_attention", "mode": wb.mode(), "shape": shape, "dtype": str(dt)[6:],
+                  "inputs": f"make case {FULL!r}: every sequence L tokens, pages shuffled", "kv_bytes": kv,
+                  "copy_bytes": kv, "copy_bandwidth_gbs": copy_bandwidth_gbs(kv), "kv_gbs": {}, "baselines": {}})
+    for name in DECODE_KERNELS if gpu else ("torch_sdpa",):  # the smoke run: the registered torch baseline only
+        rec = run.time("decode_attention", name, shape, dt, case=FULL)
+        if rec and not rec["emulated"]:
+            goals["kv_gbs"][name] = kv / (rec["time_ms"] * 1e-3) / 1e9
+            if name == "triton_split":
+                goals["goals"]["triton_split_kv_vs_copy"] = {
+                    "ratio": goals["kv_gbs"][name] / goals["copy_bandwidth_gbs"], "goal": 0.85, "variant": name}
+        run.save()
+    inputs = make(shape, dt, 0, wb.device(), case=FULL)
+    ref = reference(*inputs)
+    for label, build in (("torch SDPA, dense cache", _dense_sdpa), ("flashinfer paged decode", _flashinfer)):
+        _baseline(run, label, build, inputs, ref, kv)
+    if gpu:
+        run.time("decode_attention", "torch_sdpa", shape, dt, case=FULL)  # the registered one: gather included
+
+
 OPS: dict[str, Callable[[GoalRun, bool], None]] = {
-    "gemm": gemm_goals, "softmax": softmax_goals, "attention": attention_goals}
+    "gemm": gemm_goals, "softmax": softmax_goals, "attention": attention_goals, "decode": decode_goals}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,7 +60,7 @@ def test_dry_run_leaves_one_tarball_and_the_summary(dry_run, tmp_path):
     gemm = json.loads((run / "smoke-gemm.json").read_text())["gemm"]
     assert gemm["ok"] and "cuda_wgmma_tma is GPU-only" in gemm["detail"]
     for tag, ops in (("gemm", {"gemm"}), ("softmax", {"softmax"}), ("attention", {"attention", "attention_bwd"}),
-                     ("moe", {"moe", "gemm", "moe_fp8"})):
+                     ("decode", {"decode_attention"}), ("moe", {"moe", "gemm", "moe_fp8"})):
         (f,) = (run / "results").glob(f"*-{tag}.json")
         recs = json.loads(f.read_text())["records"]
         assert recs and all(x["emulated"] for x in recs) and {x["op"] for x in recs} == ops
@@ -77,12 +77,18 @@ def test_dry_run_goal_scripts_write_labelled_cpu_records(dry_run, tmp_path):
     res = _unpacked(out, tmp_path) / "results"
     for log in ("kernel_goals.log", "moe.log"):
         assert "[cpu smoke run: CPU times, not GPU figures" in (res.parent / "logs" / log).read_text()
-    for op in ("gemm", "softmax", "attention"):
+    for op in ("gemm", "softmax", "attention", "decode"):
         (f,) = res.glob(f"*-{op}.json")
         assert all(x["tflops"] is None for x in json.loads(f.read_text())["records"])
         (g,) = (res / "goals").glob(f"{op}-*.json")
         g = json.loads(g.read_text())
         assert g["mode"] == "cpu" and g["command"].startswith("python benchmarks/kernel_goals.py"), g
+    (g,) = (res / "goals").glob("decode-*.json")
+    g = json.loads(g.read_text())  # timed on make's case "full", beside SDPA on a dense cache (FlashInfer if any)
+    assert g["inputs"].startswith("make case 'full'") and g["kv_bytes"] == g["copy_bytes"] > 0
+    assert g["copy_bandwidth_gbs"] > 0 and g["kv_gbs"] == {} and g["goals"] == {}
+    assert g["baselines"]["torch SDPA, dense cache"]["time_ms"] > 0
+    assert "flashinfer paged decode" in g["baselines"] or any("flashinfer" in n for n in g["notes"])
     att = json.loads(next(res.glob("*-attention.json")).read_text())
     assert att["records"][0]["shape"]["causal"] == 0  # flags are stored as 0/1 in a record's shape
 

@@ -19,8 +19,9 @@ def test_refuses_without_a_gpu_bad_ops_and_results_dir(capsys):
     assert kernel_goals.main([]) == 2
     assert "GPU figures only come from a GPU" in capsys.readouterr().err
     assert kernel_goals.main(["--smoke", "--out-dir", str(ROOT / "results")]) == 2
-    assert kernel_goals.main(["--smoke", "--op", "gemm,nope"]) == 2
-    assert "unknown op" in capsys.readouterr().err
+    assert kernel_goals.main(["--smoke", "--op", "decode,nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown op" in err and "'decode'" in err and "['nope']" in err
 
 
 def test_ratio_is_baseline_time_over_ours_and_goals_are_the_issues():
@@ -32,8 +33,66 @@ def test_ratio_is_baseline_time_over_ours_and_goals_are_the_issues():
     assert "y" not in goals["goals"]  # an emulated time never makes a goal ratio
     doc = kernel_goals.__doc__
     for text in (">= 0.95 at 8192^3", ">= 0.90 of cuBLAS SGEMM with TF32 off", ">= 0.60", ">= 0.90 and Triton",
-                 ">= 1.1x", ">= 0.75", ">= 0.80", ">= 0.70"):
+                 ">= 1.1x", ">= 0.75", ">= 0.80", ">= 0.70", ">= 0.85 of the copy"):
         assert text in doc
+
+
+# --------------------------------------------------------------------------------------------- the decode goal
+def test_decode_goal_shape_and_the_kv_bytes_it_must_read():
+    assert kernel_goals.DECODE_GOAL == {"B": 8, "Hq": 32, "Hkv": 8, "L": 8192, "D": 128, "page": 16}
+    assert kernel_goals.DECODE_KERNELS[0] == "triton_split"
+    assert kernel_goals.kv_bytes(kernel_goals.DECODE_GOAL, torch.bfloat16) == 2 * 8 * 8192 * 8 * 128 * 2  # 268 MB
+    # on make's case "full" the op's byte count is exact: the KV bytes plus q, out, block table and seq_lens
+    spec = wb.get_op("decode_attention")
+    rest = spec.bytes(dtype=torch.bfloat16, **kernel_goals.DECODE_GOAL) - kernel_goals.kv_bytes(
+        kernel_goals.DECODE_GOAL, torch.bfloat16)
+    assert rest == 2 * 8 * 32 * 128 * 2 + 4 * 8 * (8192 // 16 + 1)
+
+
+def test_inputs_case_gives_every_sequence_l_tokens_inside_the_block_only():
+    from workbench.benchmark_goals import inputs_case
+
+    shape = {"B": 6, "Hq": 4, "Hkv": 2, "L": 13, "D": 8, "page": 4}
+    assert len(set(wb.make_inputs("decode_attention", **shape)[4].tolist())) > 1  # the checker's mixed batch
+    with pytest.raises(RuntimeError, match="inside"), inputs_case("decode_attention", "full"):
+        q, k, v, table, lens = wb.make_inputs("decode_attention", **shape)
+        assert lens.tolist() == [13] * 6 and bool(torch.isnan(k).any())  # spare pages still NaN
+        raise RuntimeError("inside")
+    assert len(set(wb.make_inputs("decode_attention", **shape)[4].tolist())) > 1  # restored, even after an error
+
+
+def _seen_lens_variant(name: str, body):
+    """A decode_attention Variant (not registered) that notes each call's seq_lens before running ``body``."""
+    from workbench.registry import Variant
+
+    seen: list[list[int]] = []
+
+    def fn(q, k_cache, v_cache, block_table, seq_lens, scale=None):
+        seen.append(seq_lens.tolist())
+        return body(q, k_cache, v_cache, block_table, seq_lens, scale)
+
+    return Variant(op="decode_attention", name=name, backend="torch", idea="test", fn=fn,
+                   dtypes=(torch.float32,)), seen
+
+
+def test_a_case_timing_is_checked_on_the_ops_own_cases_and_timed_on_the_case():
+    from kernels.decode_attention import reference as R
+    from workbench.benchmark_goals import _bench
+
+    shape = {"B": 3, "Hq": 4, "Hkv": 2, "L": 9, "D": 8, "page": 4}
+    v, seen = _seen_lens_variant("sdpa_noting_lens", R.torch_sdpa)
+    rec = _bench(v, shape, torch.float32, "cmd", "full")
+    assert rec["emulated"] and rec["variant"] == "sdpa_noting_lens" and rec["shape"] == shape
+    checked = [lens for lens in seen if len(set(lens)) > 1]
+    assert checked, "the check ran on the op's mixed batches"
+    assert seen[-4:] == [[9, 9, 9]] * 4  # the warm-up and the timed calls (cpu mode: 1 + 3) on case "full"
+
+    def shortest_for_all(q, k, v_, table, lens, scale):  # right only when every sequence has one length
+        return R.torch_sdpa(q, k, v_, table, torch.full_like(lens, int(lens.min())), scale)
+
+    wrong, _ = _seen_lens_variant("shortest_for_all", shortest_for_all)
+    with pytest.raises(AssertionError, match="fails the checker"):
+        _bench(wrong, shape, torch.float32, "cmd", "full")
 
 
 def test_quiet_write_saves_partial_results_without_the_summary(tmp_path, capsys):

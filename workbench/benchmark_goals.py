@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +42,44 @@ def refuse_without_gpu(script: str, smoke: bool, out_dir: Path) -> int | None:
     return None
 
 
-def copy_bandwidth_gbs(nbytes: int = COPY_BYTES) -> float:
-    """Return the measured device-to-device copy bandwidth in GB/s (bytes read + bytes written per second)."""
+def time_call(fn: Callable[[], Any]) -> tuple[float, float, float]:
+    """Return (median, p20, p80) in ms of ``fn()``, timed as ``wb.bench`` times a variant: CUDA events with L2
+    flushed on a GPU, the wall clock here (CPU times: never a GPU figure)."""
     from workbench.timer import _quantiles, time_cpu, time_gpu
 
+    timer = time_gpu if wb.mode() == "gpu" else time_cpu
+    return _quantiles(timer(lambda i: fn(), 1))
+
+
+def copy_bandwidth_gbs(nbytes: int = COPY_BYTES) -> float:
+    """Return the measured device-to-device copy bandwidth in GB/s (bytes read + bytes written per second)."""
     n = nbytes // 4
     src = torch.ones(n, dtype=torch.float32, device=wb.device())
     dst = torch.empty_like(src)
-    timer = time_gpu if wb.mode() == "gpu" else time_cpu
-    med = _quantiles(timer(lambda i: dst.copy_(src), 1))[0]
+    med = time_call(lambda: dst.copy_(src))[0]
     return 2 * n * 4 / (med * 1e-3) / 1e9
+
+
+@contextlib.contextmanager
+def inputs_case(op: str, case: str) -> Iterator[None]:
+    """Inside the block, every ``make_inputs`` of ``op`` draws the input case ``case`` of the op's ``make``.
+
+    For a case the checker does not try (decode_attention's ``"full"``: every sequence L tokens long, a serving batch
+    at one context length), which a goal is measured on: ``wb.bench`` makes its timing inputs, and checks what it
+    timed against the reference, on that case. The variant's check proper must run outside the block, on the op's
+    own cases (:func:`timed` with ``case=`` does both).
+    """
+    spec = wb.get_op(op)
+    make, chosen = spec.make, case
+
+    def forced(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
+        return make(sizes, dtype, seed, device, case=chosen)
+
+    spec.make = forced
+    try:
+        yield
+    finally:
+        spec.make = make
 
 
 class Stopped(BaseException):
@@ -156,10 +184,27 @@ def tuned_once(v: Any, shape: dict, dtype: torch.dtype) -> Iterator[None]:
         yield
 
 
-def timed(op: str, name: str, shape: dict, dtype: torch.dtype, command: str, notes: list[str]) -> dict | None:
+def _bench(v: Any, shape: dict, dtype: torch.dtype, command: str, case: str | None) -> dict:
+    """Check and time ``v`` at ``shape`` (``wb.bench``), its timing inputs of input case ``case`` when given."""
+    if case is None:
+        with tuned_once(v, shape, dtype):
+            return wb.bench(v, dtype=dtype, command=command, **shape)
+    with contextlib.ExitStack() as stack:
+        with inputs_case(v.op, case):
+            stack.enter_context(tuned_once(v, shape, dtype))  # tuned on the inputs it will be timed on
+        rep = wb.check(v, dtypes=[dtype], quick=True)  # the op's own cases at its check shapes, as wb.bench checks
+        if not rep.ok:
+            raise AssertionError(f"bench: {v.op}/{v.name} fails the checker, so it is not timed.\n{rep.summary()}")
+        with inputs_case(v.op, case):
+            return wb.bench(v, dtype=dtype, command=command, check=False, **shape)
+
+
+def timed(op: str, name: str, shape: dict, dtype: torch.dtype, command: str, notes: list[str],
+          case: str | None = None) -> dict | None:
     """Check then time ``op/name`` at ``shape``; None (with a note) when it is missing, cannot run here or fails.
 
     Autotuned kernels are tuned once, at ``shape``, and the check reuses that result (:func:`tuned_once`).
+    ``case`` times it on that input case of the op's ``make`` (:func:`inputs_case`); it is checked on the op's own.
     """
     try:
         v = wb.variant(op, name)
@@ -171,8 +216,7 @@ def timed(op: str, name: str, shape: dict, dtype: torch.dtype, command: str, not
         notes.append(f"{op}/{name} at {shape}: {why}")
         return None
     try:
-        with tuned_once(v, shape, dtype):
-            rec = wb.bench(v, dtype=dtype, command=command, **shape)
+        rec = _bench(v, shape, dtype, command, case)
     except Exception as e:  # a failed check or launch is a result too: say it, keep measuring the rest
         notes.append(f"{op}/{name} at {shape}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
         return None
@@ -246,9 +290,10 @@ class GoalRun:
         self.records: list[dict] = []
         self.notes: list[str] = []
 
-    def time(self, op: str, name: str, shape: dict, dtype: torch.dtype) -> dict | None:
-        """Check, time and save ``op/name`` at ``shape``; return its record (None, with a note, if it failed)."""
-        rec = timed(op, name, shape, dtype, self.command, self.notes)
+    def time(self, op: str, name: str, shape: dict, dtype: torch.dtype, case: str | None = None) -> dict | None:
+        """Check, time and save ``op/name`` at ``shape`` (on input case ``case``: :func:`timed`); return its record
+        (None, with a note, if it failed)."""
+        rec = timed(op, name, shape, dtype, self.command, self.notes, case)
         if rec:
             self.records.append(rec)
         self.save()

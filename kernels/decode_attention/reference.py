@@ -235,13 +235,22 @@ def seq_lens_for(b: int, longest: int, page: int, g: torch.Generator) -> list[in
     return lens
 
 
+#: make's input case that the checker does not try: every sequence L tokens long, a serving batch at one context
+#: length (benchmarks/kernel_goals.py times the decode goal on it, where the op's byte count B * L is exact).
+FULL = "full"
+
+
 def make(sizes: dict, dtype: torch.dtype, seed: int, device: torch.device, case: str = "random") -> tuple:
+    """Return (q, k_cache, v_cache, block_table, seq_lens): case "random" mixes the lengths (:func:`seq_lens_for`),
+    case :data:`FULL` gives every sequence L tokens; both shuffle the pages and poison what no sequence owns."""
     g = torch.Generator().manual_seed(seed)
     b, hq, hkv, longest, d, page = (sizes[k] for k in ("B", "Hq", "Hkv", "L", "D", "page"))
     if page < 1 or hkv < 1 or hq % hkv:
         raise ValueError(f"no inputs for page={page}, Hq={hq}, Hkv={hkv}: page >= 1 and Hq % Hkv == 0")
+    if case not in ("random", FULL):
+        raise ValueError(f"decode_attention has the input cases 'random' and {FULL!r}, not {case!r}")
     longest = max(1, longest)
-    lens = seq_lens_for(b, longest, page, g)
+    lens = [longest] * b if case == FULL else seq_lens_for(b, longest, page, g)
     n_used = [(n + page - 1) // page for n in lens]
     n_pages = sum(n_used) + 2  # two spare pages no sequence owns (NaN)
     maxp = (longest + page - 1) // page + 1  # one entry more than the longest needs: always some junk entries
@@ -274,7 +283,8 @@ def flops(B: int, Hq: int, Hkv: int, L: int, D: int, page: int, scale: float | N
 
 def nbytes(B: int, Hq: int, Hkv: int, L: int, D: int, page: int, scale: float | None = None,
            dtype: torch.dtype = torch.float32) -> float:
-    # q and out, each sequence's K and V read once per KV head, the block table rows and seq_lens (int32).
+    # q and out, each sequence's K and V read once per KV head, the block table rows and seq_lens (int32), for B
+    # sequences of L tokens: exact for make's case FULL; the random case's mixed batch holds fewer tokens.
     return (2 * B * Hq * D + 2 * B * L * Hkv * D) * elem_size(dtype) + 4 * B * ((L + page - 1) // page + 1)
 
 
