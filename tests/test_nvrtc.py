@@ -67,6 +67,8 @@ def _softmax_and_small() -> list[Build]:
            Build("kernels/moe_align/moe_align.cu", (), ("moe_align_count", "moe_align_scatter")),
            Build("kernels.softmax.ex_warp_solution:SOURCE", (), ("softmax_warp",)),
            Build("starter:kernels/softmax/ex_warp_solution.py:SOURCE", (), ("softmax_warp",)),
+           Build("kernels.decode_attention.ex_gqa_solution:SOURCE", (), ("decode_gqa_map",)),
+           Build("starter:kernels/decode_attention/ex_gqa_solution.py:SOURCE", (), ("decode_gqa_map",)),
            # known-wrong kernels: their bug must be the one they teach, not a compile error on the GPU
            Build("kernels/vecadd/wrong_vecadd.cu", (), ("vecadd_unguarded_f32",)),
            Build("kernels/softmax/wrong_block_slots.cu", (), ("softmax_unguarded_slots_f32",)),
