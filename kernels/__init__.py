@@ -14,6 +14,7 @@ from . import (  # noqa: F401,E402,E501
     gemm,
     gemm_fp8,
     gemm_fp8_block,
+    layernorm,
     moe,
     moe_align,
     moe_fp8,
