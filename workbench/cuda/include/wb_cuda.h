@@ -297,6 +297,15 @@ static __forceinline__ unsigned __byte_perm(unsigned x, unsigned y, unsigned s) 
   for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
   return r;
 }
+// __dp4a: the four byte lanes of a and b multiplied pairwise (signed or unsigned) and added to c, as sm_61+'s IDP4A.
+static __forceinline__ int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+  return c;
+}
+static __forceinline__ unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+  for (int i = 0; i < 4; ++i) c += ((a >> (8 * i)) & 0xffu) * ((b >> (8 * i)) & 0xffu);
+  return c;
+}
 static __forceinline__ int __mul24(int a, int b) { return (int)((a << 8 >> 8) * (b << 8 >> 8)); }
 static __forceinline__ unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffff) * (b & 0xffffff); }
 static __forceinline__ int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
