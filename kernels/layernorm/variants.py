@@ -9,9 +9,13 @@ from workbench.registry import teaching_order
 
 from . import (  # noqa: F401
     v0_cupy,
+    v1_cuda_warp,
+    v2_cuda_welford,
+    v3_cuda_block,
     v4_triton_fused,
     wrong,  # eps outside the square root; the unbiased variance (N - 1)
 )
 
-LADDER = ("torch_layer_norm", "cupy_two_pass", "triton_fused", "wrong_eps_outside_sqrt", "wrong_unbiased_variance")
+LADDER = ("torch_layer_norm", "cupy_two_pass", "cuda_warp", "cuda_welford", "cuda_block", "triton_fused",
+           "wrong_eps_outside_sqrt", "wrong_unbiased_variance")
 teaching_order("layernorm", LADDER)
