@@ -7,6 +7,7 @@ registered, the first time :func:`workbench.variants` is asked for that op.
 import workbench  # noqa: F401  (decides cpu/gpu mode before any numba/triton import)
 
 from . import (  # noqa: F401,E402,E501
+    add_rmsnorm,
     attention,
     attention_bwd,
     decode_attention,
@@ -20,6 +21,7 @@ from . import (  # noqa: F401,E402,E501
     moe_fp8,
     moe_topk,
     rmsnorm,
+    rope,
     softmax,
     transpose,
     vecadd,

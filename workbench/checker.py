@@ -20,7 +20,8 @@ When elements are wrong it names the pattern:
 Before those patterns, an op may recognise its own classic mistakes by recomputing them (``Op.explain``):
 ``normalizer`` (softmax: each row, or each lane's share of it, off by one factor: a wrong max or sum),
 ``online_rescale`` and ``causal_diagonal`` (attention: running sums not rescaled; the mask wrong at the diagonal),
-``swiglu`` (moe: a wrong expert activation). One such recomputation is the checker's own, for every op whose
+``swiglu`` (moe: a wrong expert activation), ``rope_convention`` (rope: the other pairing's rotation).
+One such recomputation is the checker's own, for every op whose
 signature contracts a dimension named ``K`` (gemm, gemm_fp8): ``k_tail``, the output equals the reference computed
 without the last partial K tile, for some power-of-two tile size: a K loop that runs over whole tiles only.
 
@@ -124,6 +125,8 @@ DIAGNOSES = {
               "zero-fill (mask) the loads past K",
     "swiglu": "the expert activation is not SiLU(gate) * up: the up half is dropped, SiLU is left out or replaced by "
               "a sigmoid, or gate and up (rows 0..I-1 and I..2I-1 of w1) are swapped",
+    "rope_convention": "the output is RoPE under the other convention: GPT-NeoX's rotate-half pairs (i, i + D/2) "
+                       "where GPT-J's interleaved pairs (2i, 2i + 1) were asked for, or the other way round",
     "out_of_bounds": "the kernel read or wrote outside a buffer (memcheck): a missing bounds check (if (i < n), a "
                      "mask on tl.load/tl.store) or a wrong index; the message names the thread or program, the "
                      "buffer and the offset",
