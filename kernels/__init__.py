@@ -16,6 +16,7 @@ from . import (  # noqa: F401,E402,E501
     gemm_fp8,
     gemm_fp8_block,
     layernorm,
+    layernorm_bwd,
     moe,
     moe_align,
     moe_fp8,

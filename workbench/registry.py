@@ -305,6 +305,9 @@ class Variant:
     bf16_dot: bool = True  # False when its tl.dot never takes bf16 operands even though the op's dtype is bf16
     cpu_limit: CpuLimit | None = None  # the largest problem it takes in cpu mode (emulators are slow)
     alignment: int = 0  # bytes its launcher needs its inputs' data aligned to; a misaligned input is copied
+    # True: the same inputs give bitwise-identical outputs on every call (a fixed reduction order); False: they may
+    # not (atomics, lock order); None: not declared.
+    deterministic: bool | None = None
 
     @property
     def known_wrong(self) -> bool:
@@ -412,7 +415,8 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
              expected_diagnosis: str | None = None, supports: Callable[[dict], str | None] | None = None,
              inspect_spec: Callable[[], dict] | None = None, flops: Callable[..., float] | None = None,
              bytes: Callable[..., float] | None = None, gpu_note: str = "", bf16_dot: bool = True,
-             cpu_limit: CpuLimit | None = None, alignment: int = 0) -> Callable:  # noqa: A002
+             cpu_limit: CpuLimit | None = None, alignment: int = 0,
+             deterministic: bool | None = None) -> Callable:  # noqa: A002
     """Register the decorated function as a variant of ``op``; returns the :class:`Variant`.
 
     ``name`` defaults to the function name; the variant's source file is the function's file and ``cu_file``
@@ -422,7 +426,9 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
     ``cpu_limit`` declares the largest problem it takes in cpu mode (:class:`CpuLimit`); ``alignment`` the byte
     boundary its launcher needs the inputs' data on (16 for 16-byte vector loads): a call with a misaligned input (a
     view into a larger buffer) hands the launcher an aligned copy. The op's ladder (:func:`teaching_order`) decides
-    where it appears in :func:`variants`, not the order of registration.
+    where it appears in :func:`variants`, not the order of registration. ``deterministic`` declares whether the same
+    inputs give bitwise-identical outputs on every call (True), may not (False: atomics, lock order), or nothing
+    (None).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r} is not one of {BACKENDS}")
@@ -438,7 +444,7 @@ def register(op: str, name: str | None = None, *, backend: str, idea: str, gpu_o
                     dtypes=tuple(as_dtype(d) for d in (dtypes or _OPS[op].dtypes)), source=src, cu_file=cu,
                     expected_diagnosis=expected_diagnosis, supports=supports, inspect_spec=inspect_spec,
                     flops_fn=flops, bytes_fn=bytes, gpu_note=gpu_note, bf16_dot=bf16_dot, cpu_limit=cpu_limit,
-                    alignment=int(alignment))
+                    alignment=int(alignment), deterministic=deterministic)
         lst = _VARIANTS.setdefault(op, [])
         lst[:] = [x for x in lst if x.name != v.name]  # re-registering (module reload) replaces
         lst.append(v)
