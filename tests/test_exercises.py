@@ -318,6 +318,11 @@ MISTAKES = [
      [("tl.where(live, w * o, 0.0)", "w * o")], "computed_nan"),
     ("decode-lse-merge", "no -inf guard: exp(-inf - -inf) while every split so far is empty",
      [('m_ref = tl.where(m_new > float("-inf"), m_new, 0.0)', "m_ref = m_new")], "computed_nan"),
+    ("int8-epilogue", "the scales loaded without masks: the edge tiles read past scale_a[M] and scale_b[N]",
+     [("tl.load(sa_ptr + rm, mask=rm < M, other=0.0)", "tl.load(sa_ptr + rm)"),
+      ("tl.load(sb_ptr + rn, mask=rn < N, other=0.0)", "tl.load(sb_ptr + rn)")], "out_of_bounds"),
+    ("layernorm-welford-merge", "no guard for two empty states: 0 / 0 in the lanes past the end of a short row",
+     [("    if (nt == 0.0f) return;", "")], "computed_nan"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Known-wrong layernorm kernels: ``triton_fused``'s kernel with one line changed each.
+"""Known-wrong layernorm kernels: ``triton_fused``'s kernel (``layernorm_fwd_kernel``) with one line changed each.
 
 * ``wrong_eps_outside_sqrt``: ``rstd = 1 / sqrt(var) + eps``. On a row of equal values the variance is exactly 0,
   1 / sqrt(0) is inf and (x - mean) * inf is 0 * inf = NaN where the contract gives y = b: the checker says
@@ -23,7 +23,7 @@ from .v4_triton_fused import launch_config
 
 
 @triton.jit
-def layernorm_eps_outside_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr):
+def layernorm_eps_outside_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N, eps, BLOCK_N: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_ptr += row * N
     y_ptr += row * N
@@ -36,10 +36,12 @@ def layernorm_eps_outside_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK_N: tl
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         x = tl.load(x_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
-        d = tl.where(cols < N, x - mean, 0.0)
+        d = tl.where(cols < N, x - mean, 0.0)  # padding would add mean^2 each
         acc += d * d
     var = tl.sum(acc, axis=0) / N
     rstd = 1.0 / tl.sqrt(var) + eps  # BUG: eps belongs inside the square root
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         mask = cols < N
@@ -51,7 +53,7 @@ def layernorm_eps_outside_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK_N: tl
 
 
 @triton.jit
-def layernorm_unbiased_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr):
+def layernorm_unbiased_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N, eps, BLOCK_N: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_ptr += row * N
     y_ptr += row * N
@@ -64,10 +66,12 @@ def layernorm_unbiased_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, eps, BLOCK_N: tl.co
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         x = tl.load(x_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
-        d = tl.where(cols < N, x - mean, 0.0)
+        d = tl.where(cols < N, x - mean, 0.0)  # padding would add mean^2 each
         acc += d * d
     var = tl.sum(acc, axis=0) / (N - 1)  # BUG: layer_norm's variance is biased: divide by N
-    rstd = 1.0 / tl.sqrt(var + eps)
+    rstd = 1.0 / tl.sqrt(var + eps)  # eps inside the square root
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         mask = cols < N
@@ -82,9 +86,11 @@ def _launch(kernel: triton.JITFunction, x: torch.Tensor, w: torch.Tensor, b: tor
             eps: float) -> torch.Tensor:
     m, n = x.shape
     out = empty_like(x)
+    mean = torch.empty((m,), dtype=torch.float32, device=x.device)
+    rstd = torch.empty((m,), dtype=torch.float32, device=x.device)
     if out.numel():
         block_n, warps = launch_config(n)
-        kernel[(m,)](x, w, b, out, n, eps, BLOCK_N=block_n, num_warps=warps)
+        kernel[(m,)](x, w, b, out, mean, rstd, n, eps, BLOCK_N=block_n, num_warps=warps)
     return out
 
 
