@@ -243,6 +243,17 @@ def test_traffic_model_compute_bound_is_flops_over_peak() -> None:
     assert p["scope"] == "bytes Triton's unmasked lanes request"
 
 
+def test_model_legend_title_stays_narrow_when_backends_mix() -> None:
+    """Numba, CUDA C and Triton rows together: one scope per line, Numba counted as L1-level requests like CUDA C."""
+    n = 1024
+    t = _table("vecadd", {"N": n}, 12 * n,
+               [("simt", "numba", 12 * n), ("grid", "cuda", 12 * n), ("block", "triton", 12 * n)])
+    fig = plots.roofline(None, device="H200", counted=t)
+    title = next(tr for tr in fig.data if tr.legendgroup == "model").legendgrouptitle.text
+    assert title.split("<br>")[1:] == ["(L1-level requests only)", "(bytes Triton's unmasked lanes request)"]
+    assert max(len(line) for line in title.split("<br>")) <= len(plots.MODEL_LABEL)
+
+
 def test_roofline_without_records_draws_the_model_labelled_as_such() -> None:
     _, bw, _ = _h200()
     n = 1024

@@ -233,7 +233,7 @@ _MODEL_COLOR_ALPHA = 0.45
 def _model_scope(backends: str) -> str:
     """Return what the counted bytes are, for the model's label: sectors of L1 requests or Triton's bytes."""
     kinds = {b.strip() for b in backends.split(",") if b.strip()}
-    if kinds and kinds <= {"cuda"}:
+    if kinds and kinds <= {"cuda", "numba"}:  # both emulators count the sectors of L1-level requests
         return "L1-level requests only"
     if kinds and kinds <= {"triton"}:
         return "bytes Triton's unmasked lanes request"
@@ -328,7 +328,9 @@ def _model_hover(p: Mapping[str, Any]) -> str:
 
 def _model_group(pts: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     scopes = sorted({p["scope"] for p in pts})
-    return dict(legendgroup="model", legendgrouptitle_text=f"{MODEL_LABEL}<br>({'; '.join(scopes)})")
+    # One line per scope: joined on one line, a mix of backends made the legend as wide as the plot.
+    lines = "<br>".join(f"({s})" for s in scopes)
+    return dict(legendgroup="model", legendgrouptitle_text=f"{MODEL_LABEL}<br>{lines}")
 
 
 def _model_traces(pts: Sequence[Mapping[str, Any]], x: str, y: str, mode: str = "markers") -> list[go.Scatter]:
