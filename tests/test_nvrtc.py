@@ -122,6 +122,10 @@ def _one_at_a_time() -> list[Build]:
                              tuple(f"{n}_{s}" for n in names)))
         out.append(Build("kernels/decode_attention_q8/cu/decode_q8_gqa.cu", only_dtype(dt),
                          (f"decode_q8_i8_{s}", f"decode_q8_e4m3_{s}")))
+        for cu in ("layernorm_warp", "layernorm_welford", "layernorm_block"):  # kernels/layernorm/_host.py's launches
+            out.append(Build(f"kernels/layernorm/cu/{cu}.cu", only_dtype(dt), (f"{cu}_{s}",)))
+    out += [Build("kernels.layernorm.ex_welford_solution:SOURCE", (), ("layernorm_welford_ex",)),
+            Build("starter:kernels/layernorm/ex_welford_solution.py:SOURCE", (), ("layernorm_welford_ex",))]
     for vpl in topk.VPLS:
         for dt, s in SUFFIX.items():
             out.append(Build("kernels/moe_topk/moe_topk.cu", topk.only(32 * vpl, dt), (f"moe_topk_v{vpl}_{s}",)))

@@ -14,7 +14,8 @@ from workbench.checker import DIAGNOSES
 from workbench.registry import BACKENDS, Variant, contract
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
-       "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge", "decode_attention_q8")
+       "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge", "decode_attention_q8",
+       "layernorm")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd, moe_fp8...).
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # gemm_fp8, gemm_fp8_block and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and
