@@ -38,7 +38,6 @@ def wrong_scale_first(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, s
     if c.numel() == 0:
         return c
     grid = ((n + 15) // 16, (m + 15) // 16)
-    cuda_kernel(CU_PATH, "w8a8_scale_first")(grid, (16, 16), (to_raw(a), to_raw(b), to_raw(scale_a),
-                                                               to_raw(scale_b), to_raw(c), np.int32(m), np.int32(n),
-                                                               np.int32(k), np.int32(0)))
+    args = (to_raw(a), to_raw(b), to_raw(scale_a), to_raw(scale_b), to_raw(c), np.int32(m), np.int32(n), np.int32(k))
+    cuda_kernel(CU_PATH, "w8a8_scale_first")(grid, (16, 16), args)
     return c
