@@ -19,6 +19,7 @@
   ``x * rstd - mean * rstd`` loses ~|mean| * rstd * 2^-24 to cancellation, where ``(x - mean) * rstd`` is exact
   up to one rounding). A row of one element has var = 0 and rstd = 1/sqrt(eps) = 316: the fused form's error
   is 316 times larger there, so the large case leaves N = 1 out; the exact xhat is 0 for it whatever the mean.
+  (It also leaves out the check's N = 4097, for time: the interpreter is slow at long rows.)
 """
 
 from __future__ import annotations
@@ -107,9 +108,11 @@ def tolerance(dtype: torch.dtype, shape: dict) -> tuple[float, float]:
 
 # Ragged N against the power-of-two row tile (1, 17, 1023, 1025, 4097), and M that leaves the last CTA of 32 rows
 # (the Triton kernels' ROWS_PER_CTA) partial: 1 row, 33 = 32 + 1, 70 = 2 * 32 + 6. The long rows come with few of
-# them: the Triton interpreter walks a program's rows one by one (~1 ms per row of 8192 padded columns).
-_CPU_SHAPES = [{"M": 1, "N": 1}, {"M": 33, "N": 17}, {"M": 70, "N": 40}, {"M": 5, "N": 1023}, {"M": 2, "N": 1025},
-               {"M": 3, "N": 4097}]
+# them: under the checker's sanitizers the Triton interpreter costs ~0.5 s per row of 4097. For the same reason
+# the large case runs on N = 17 to 1025 only, and the op declares no wide_shape (65,536 elements would cost ~2.5 s
+# per Triton variant; its kernels index with int64 row offsets).
+_CPU_SHAPES = [{"M": 1, "N": 1}, {"M": 33, "N": 17}, {"M": 70, "N": 40}, {"M": 2, "N": 1023}, {"M": 2, "N": 1025},
+               {"M": 1, "N": 4097}]
 
 register_op(Op(
     name=OP,
@@ -122,8 +125,7 @@ register_op(Op(
                   "quick": [{"M": 8192, "N": 4096}], "cpu": [{"M": 64, "N": 256}]},
     size_key=lambda s: s["N"],
     cases=("random", "large"),
-    case_shapes={"large": lambda s: s["N"] >= 2},
-    wide_shape={"M": 17, "N": 4097},
+    case_shapes={"large": lambda s: 2 <= s["N"] <= 1025},
     outputs=("dx", "dw", "db"),
     dtype_of=lambda dy, *rest: dy.dtype,
     doc="Row-local dx (two row sums) plus a column reduction over all M rows for dw and db: atomics, locks or "
