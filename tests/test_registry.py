@@ -15,7 +15,7 @@ from workbench.registry import BACKENDS, Variant, contract
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
        "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge", "decode_attention_q8",
-       "layernorm")
+       "layernorm", "layernorm_bwd")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd, moe_fp8...).
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # gemm_fp8, gemm_fp8_block and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and
@@ -24,7 +24,8 @@ FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # codes with fp32 scales: each has its own tests (tests/test_decode_attention.py for decode_attention and lse_merge,
 # tests/test_decode_attention_q8.py); the generic ones cover the rest.
 GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "gemm_fp8_block", "attention_bwd", "moe_topk", "moe_align",
-                                            "moe_fp8", "decode_attention", "lse_merge", "decode_attention_q8"))
+                                            "moe_fp8", "decode_attention", "lse_merge", "decode_attention_q8",
+                                            "layernorm_bwd"))
 ZERO_FLOP_OPS = ("transpose",)  # moves bits, computes nothing
 
 def test_ops_are_the_registered_contracts():
@@ -70,7 +71,7 @@ def test_torch_baseline_registered_with_the_contract(op):
     assert torch_vs, op
     assert torch_vs[0].source.name == "reference.py"
     extra = {"attention": 5, "attention_bwd": 1, "moe": int(hasattr(torch, "_grouped_mm")),
-             "decode_attention": 1}.get(op, 0)
+             "decode_attention": 1, "layernorm_bwd": 1}.get(op, 0)
     assert len(torch_vs) == 1 + extra, [v.name for v in torch_vs]
 
 
