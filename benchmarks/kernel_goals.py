@@ -1,4 +1,4 @@
-"""Measure the H200 goals of the GEMM, softmax, FlashAttention and decode notebooks, each a ratio taken in one run.
+"""Measure the H200 goals of the GEMM, softmax, FlashAttention, decode and norms notebooks, each a ratio from one run.
 
 GEMM (issue "Notebook 01"), against ``torch.matmul`` (cuBLAS) at the same shape and dtype:
 - Triton bf16 (the faster of ``triton_autotuned`` and ``triton_persistent_tma`` per shape): >= 0.95 at 8192^3,
@@ -23,6 +23,13 @@ Hq = 32, Hkv = 8, D = 128, page 16, against a device-to-device copy of the same 
   (``enable_gqa``, no gather), the registered ``torch_sdpa`` (gather included), FlashInfer's paged decode if
   ``flashinfer`` is importable, and the other decode kernels (``triton_gqa_dot``, ``cuda_gqa``, ``cuda_split``).
 
+Norms and quantized GEMM (issue 31, notebook 07), bf16, M = 8192 rows of N = 4096, bytes read plus written (the
+op's byte count) per second against the measured copy bandwidth:
+- LayerNorm forward and fused add+RMSNorm in Triton (the fastest Triton variant of each) >= 0.85 of the copy
+  bandwidth (QuACK reports about 90% of H100 bandwidth);
+- the deterministic LayerNorm backward (the fastest non-torch variant registered ``deterministic=True``) >= 0.70;
+- the w8a8 GEMM (the fastest non-torch ``gemm_w8a8`` variant) >= 1.6x bf16 ``torch.matmul`` at 8192^3.
+
 Every variant is checked before it is timed (``workbench.bench``); an autotuned kernel is tuned once, at the goal
 shape, and checked with the config it chose (``workbench.benchmark_goals.tuned_once``). Writes
 ``<gpu>-<date>-<op>.json`` and ``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``, again after every
@@ -31,7 +38,8 @@ where it stopped, exit status 143).
 ``scripts/import-gpu-results.py`` copies them into ``results/`` after reading them. Without a GPU it refuses
 unless ``--smoke`` (cpu-mode sizes, torch variants only, nothing into ``results/``).
 
-Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention,decode] [--out-dir out/kernel-goals] [--smoke]
+Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention,decode,norms] [--out-dir out/kernel-goals]
+       [--smoke]
 """
 
 from __future__ import annotations
@@ -278,8 +286,52 @@ def decode_goals(run: GoalRun, gpu: bool) -> None:
         run.time("decode_attention", "torch_sdpa", shape, dt, case=FULL)  # the registered one: gather included
 
 
+NORM_GOAL = {"M": 8192, "N": 4096}
+NORM_SMOKE = {"M": 8, "N": 64}
+# op, the goal's kernels (the fastest counts), its ratio of the copy bandwidth
+NORM_OPS = (("layernorm", "triton", 0.85), ("add_rmsnorm", "triton", 0.85), ("layernorm_bwd", "deterministic", 0.70))
+W8A8_GOAL, W8A8_SMOKE = {"M": 8192, "N": 8192, "K": 8192}, {"M": 32, "N": 32, "K": 64}
+
+
+def _goal_kernels(op: str, kind: str) -> tuple[str, ...]:
+    """Return the registered variants a norm goal is about: its Triton ones, or its deterministic non-torch ones."""
+    vs = wb.variants(op)
+    if kind == "triton":
+        return tuple(v.name for v in vs if v.backend == "triton")
+    return tuple(v.name for v in vs if v.backend != "torch" and getattr(v, "deterministic", None))
+
+
+def norms_goals(run: GoalRun, gpu: bool) -> None:
+    """Time LayerNorm, add+RMSNorm and the deterministic LayerNorm backward against the copy bandwidth, and the
+    w8a8 GEMM against bf16 torch.matmul, into ``run``."""
+    shape, dt = (NORM_GOAL, BF16) if gpu else (NORM_SMOKE, FP32)
+    goals = run.goals
+    goals.update({"op": "norms", "mode": wb.mode(), "shape": shape, "dtype": str(dt)[6:],
+                  "copy_bandwidth_gbs": copy_bandwidth_gbs(COPY_BYTES if gpu else 64 * 2**20), "gbs": {}})
+    for op, kind, goal in NORM_OPS:
+        mine = _goal_kernels(op, kind)
+        baselines = tuple(v.name for v in wb.variants(op) if v.backend == "torch")
+        recs = {v: run.time(op, v, shape, dt) for v in ((*baselines, *mine) if gpu else baselines[:1])}
+        goals["gbs"][op] = {x: r["gbps"] for x, r in recs.items() if r and r["gbps"]}
+        best = _best(recs, mine)
+        if best and not best[1]["emulated"]:
+            goals["goals"][f"{op}_{kind}_vs_copy"] = {
+                "ratio": best[1]["gbps"] / goals["copy_bandwidth_gbs"], "goal": goal, "variant": best[0]}
+        run.save()
+    w8 = W8A8_GOAL if gpu else W8A8_SMOKE
+    base = run.time("gemm", "torch_matmul", w8, BF16 if gpu else FP32)
+    torch_w8 = tuple(v.name for v in wb.variants("gemm_w8a8") if v.backend == "torch")
+    kernels = tuple(v.name for v in wb.variants("gemm_w8a8") if v.backend != "torch")
+    # gemm_w8a8 takes int8 a and b with fp32 scales; its op dtype is the bf16 output
+    recs = {v: run.time("gemm_w8a8", v, w8, BF16) for v in ((*torch_w8, *kernels) if gpu else torch_w8)}
+    goals["times_ms"] = {"gemm bf16 torch_matmul": base["time_ms"] if base else None,
+                         **{f"gemm_w8a8 {x}": r["time_ms"] for x, r in recs.items() if r}}
+    _ratio(goals, "w8a8_vs_bf16_matmul_8192^3", base, _best(recs, kernels), 1.6)
+
+
 OPS: dict[str, Callable[[GoalRun, bool], None]] = {
-    "gemm": gemm_goals, "softmax": softmax_goals, "attention": attention_goals, "decode": decode_goals}
+    "gemm": gemm_goals, "softmax": softmax_goals, "attention": attention_goals, "decode": decode_goals,
+    "norms": norms_goals}
 
 
 def main(argv: list[str] | None = None) -> int:

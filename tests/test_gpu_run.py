@@ -60,7 +60,9 @@ def test_dry_run_leaves_one_tarball_and_the_summary(dry_run, tmp_path):
     gemm = json.loads((run / "smoke-gemm.json").read_text())["gemm"]
     assert gemm["ok"] and "cuda_wgmma_tma is GPU-only" in gemm["detail"]
     for tag, ops in (("gemm", {"gemm"}), ("softmax", {"softmax"}), ("attention", {"attention", "attention_bwd"}),
-                     ("decode", {"decode_attention"}), ("moe", {"moe", "gemm", "moe_fp8"})):
+                     ("decode", {"decode_attention"}), ("norms", {"layernorm", "add_rmsnorm", "layernorm_bwd", "gemm",
+                                                                  "gemm_w8a8"}),
+                     ("moe", {"moe", "gemm", "moe_fp8"})):
         (f,) = (run / "results").glob(f"*-{tag}.json")
         recs = json.loads(f.read_text())["records"]
         assert recs and all(x["emulated"] for x in recs) and {x["op"] for x in recs} == ops
@@ -77,7 +79,7 @@ def test_dry_run_goal_scripts_write_labelled_cpu_records(dry_run, tmp_path):
     res = _unpacked(out, tmp_path) / "results"
     for log in ("kernel_goals.log", "moe.log"):
         assert "[cpu smoke run: CPU times, not GPU figures" in (res.parent / "logs" / log).read_text()
-    for op in ("gemm", "softmax", "attention", "decode"):
+    for op in ("gemm", "softmax", "attention", "decode", "norms"):
         (f,) = res.glob(f"*-{op}.json")
         assert all(x["tflops"] is None for x in json.loads(f.read_text())["records"])
         (g,) = (res / "goals").glob(f"{op}-*.json")
@@ -89,6 +91,10 @@ def test_dry_run_goal_scripts_write_labelled_cpu_records(dry_run, tmp_path):
     assert g["copy_bandwidth_gbs"] > 0 and g["kv_gbs"] == {} and g["goals"] == {}
     assert g["baselines"]["torch SDPA, dense cache"]["time_ms"] > 0
     assert "flashinfer paged decode" in g["baselines"] or any("flashinfer" in n for n in g["notes"])
+    (g,) = (res / "goals").glob("norms-*.json")
+    g = json.loads(g.read_text())  # the torch baselines timed, labelled CPU; no ratio from them
+    assert set(g["gbs"]) == {"layernorm", "add_rmsnorm", "layernorm_bwd"} and g["goals"] == {}
+    assert g["times_ms"]["gemm bf16 torch_matmul"] > 0 and g["copy_bandwidth_gbs"] > 0
     att = json.loads(next(res.glob("*-attention.json")).read_text())
     assert att["records"][0]["shape"]["causal"] == 0  # flags are stored as 0/1 in a record's shape
 
