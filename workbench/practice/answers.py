@@ -333,8 +333,22 @@ def e4m3_step_at(value: float) -> Napkin:
                              f"e4m3 has 3 mantissa bits: 8 values per binade, spaced 2^{e}/8 = {step:g}"))
 
 
+def fusion_bytes_saved(M: int, N: int, dtype: str, unit: str = "MB") -> Napkin:  # noqa: N803
+    """DRAM bytes that fusing the residual add into RMSNorm saves against two kernels (add_rmsnorm's formula)."""
+    from kernels.add_rmsnorm import fusion_bytes
+
+    e = _elem(dtype)
+    b = fusion_bytes(M, N, dtype)
+    scale = {"MB": 1e6, "GB": 1e9}[unit]
+    return Napkin(b["saved"] / scale, unit,
+                  (f"two kernels: add reads x, r and writes s (3 x {M}*{N}), RMSNorm reads s, w and writes y "
+                   f"(2 x {M}*{N} + {N}): {fmt(b['two_kernels'])} B at {e} B per element",
+                   f"fused: read x, r, w and write s, y (4 x {M}*{N} + {N}): {fmt(b['fused'])} B",
+                   f"saved: the re-read of s, {M}*{N}*{e} B = {fmt(b['saved'])} B"))
+
 FUNCTIONS = {f.__name__: f for f in (
     op_bytes, op_intensity, ridge, time_at_bandwidth, roofline_time, op_tflop, smem_per_stage, occupancy,
     blocks_per_sm, bank_conflict_ways, sectors_per_warp_load, waves, gemm_tile_intensity, kv_cache,
     attention_scores_bytes, weights_read_time, padded_rows_bound, block_scale_overhead, splitk_workspace,
-    fp8_gemm_speedup, softmax_passes_time, e4m3_step_at, kv_bytes_per_token, kv_tokens_fit, splits_to_fill)}
+    fp8_gemm_speedup, softmax_passes_time, e4m3_step_at, kv_bytes_per_token, kv_tokens_fit, splits_to_fill,
+    fusion_bytes_saved)}

@@ -81,6 +81,9 @@ MISTAKES: dict[str, tuple[str, ...]] = {
                     "scales", "indexing", "index"),
     "head_map": ("gqa", "gqa mapping", "head mapping", "head map", "kv head", "kv head index", "head index",
                  "query group", "group mapping", "grouping", "modulo", "indexing", "index"),
+    "convention": ("rope convention", "convention", "wrong convention", "swapped convention", "neox", "gpt neox",
+                   "gpt j", "gptj", "rotate half", "interleaved", "pairing", "pairs", "pair index", "partner"),
+    "eps": ("eps", "epsilon", "eps outside the sqrt", "eps outside sqrt", "eps placement", "sqrt", "square root"),
 }
 # The mistake each checker diagnosis names (``scattered`` names none: it only says no pattern was found).
 DIAGNOSIS_MISTAKES: dict[str, tuple[str, ...]] = {
@@ -89,7 +92,7 @@ DIAGNOSIS_MISTAKES: dict[str, tuple[str, ...]] = {
     "divergent_barrier": ("divergent",), "uninitialized": ("uninitialized",), "precision": ("precision",),
     "computed_nan": ("overflow",), "special_values": ("special",), "scale": ("scale",),
     "normalizer": ("normalizer",), "online_rescale": ("rescale",), "causal_diagonal": ("causal",),
-    "swiglu": ("activation",), "mutated_input": ("mutated",), "scattered": (),
+    "swiglu": ("activation",), "mutated_input": ("mutated",), "scattered": (), "rope_convention": ("convention",),
 }
 # Kernels whose mistake is not (only) what their diagnosis names: the checker's word is a pattern, the mistake is
 # the line (a race needs an atomic, not a barrier; a scattered result comes from a missing term).
@@ -105,6 +108,7 @@ KERNEL_MISTAKES: dict[str, tuple[str, ...]] = {
     "moe_fp8/wrong_up_scale_row": ("block_scale",),
     "gemm_fp8_block/wrong_scale_first_group": ("block_scale",),
     "rmsnorm/wrong_mean_over_rows": ("scale", "normalizer"),
+    "add_rmsnorm/wrong_eps_outside_sqrt": ("eps", "normalizer"),
     "softmax/wrong_unguarded_warp_slots": ("uninitialized", "bounds"),
     "decode_attention/wrong_gqa_head_mod": ("head_map",),
     "decode_attention/wrong_reads_past_seq_len": ("bounds",),
