@@ -323,8 +323,8 @@ MISTAKES = [
       ("tl.load(sb_ptr + rn, mask=rn < N, other=0.0)", "tl.load(sb_ptr + rn)")], "out_of_bounds"),
     ("layernorm-welford-merge", "no guard for two empty states: 0 / 0 in the lanes past the end of a short row",
      [("    if (nt == 0.0f) return;", "")], "computed_nan"),
-    ("rope-pair-index", "GPT-J's first feature with rotate-half's partner: 2i + D/2 runs past the head",
-     [("second = first + 1", "second = first + HALF")], "out_of_bounds"),
+    ("layernorm-bwd-two-stage", "the partial rows summed across the columns (axis 1) instead of down them",
+     [("return tl.sum(acc, axis=0)", "return tl.sum(acc, axis=1)")], "scattered"),
 ]
 
 
