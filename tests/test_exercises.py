@@ -325,6 +325,8 @@ MISTAKES = [
      [("    if (nt == 0.0f) return;", "")], "computed_nan"),
     ("layernorm-bwd-two-stage", "the partial rows summed across the columns (axis 1) instead of down them",
      [("return tl.sum(acc, axis=0)", "return tl.sum(acc, axis=1)")], "scattered"),
+    ("rope-pair-index", "GPT-J's first feature with rotate-half's partner: 2i + D/2 runs past the head",
+     [("second = first + 1", "second = first + HALF")], "out_of_bounds"),
 ]
 
 
