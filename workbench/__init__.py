@@ -55,6 +55,7 @@ _LAZY = {
     "peak_memory": ("workbench.timer", "peak_memory"),
     "profile": ("workbench.profile_counters", "profile"),  # wb.profile(fn, *inputs) -> Profile
     "counters_table": ("workbench.counters", "counters_table"),
+    "invariance_table": ("workbench.invariance", "invariance_table"),
     "exercise": ("workbench.practice.exercises", "exercise"),
     "exercises": ("workbench.practice.exercises", "exercises"),
     "glossary": ("workbench.glossary_terms", "glossary"),

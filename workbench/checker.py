@@ -49,6 +49,11 @@ check adds probes: shapes drawn per call (the report names the seed), each flag 
 case past 2^16 elements, and repeats of one case, where a different verdict on the same inputs is
 ``nondeterministic``.
 
+Two more modes judge bits, not closeness (:mod:`workbench.invariance`): ``check(..., deterministic=True)`` calls
+the function several times on the same inputs, ``nondeterministic_bits`` when the outputs differ in any bit, and
+``check(..., batch_invariant=True)`` computes each row in batches of 64, 7 and 1, ``batch_variant`` when a row's
+bits depend on the batch it was computed in.
+
 Speed: ``check(..., budgets={"sectors per store request": "<= 4"}, budget_shape={...})`` also holds a correct
 kernel to performance budgets on ``wb.profile``'s counters (see :mod:`workbench.budgets`), measured at one stated
 shape once every run is correct. A correct kernel that misses one is ``over_budget`` ("correct, but 32 sectors per
@@ -154,13 +159,22 @@ DIAGNOSES = {
     "outside_backend": "the drill's backend did not do the work: torch computed on the inputs during the call, or "
                        "an output is not a buffer the backend's kernel launches wrote (a launch of a no-op kernel "
                        "beside torch arithmetic does not count)",
+    "nondeterministic_bits": "the same inputs gave outputs that differ in their bits from call to call: a reduction "
+                             "whose order varies (a float atomicAdd sums in arrival order, a lock-ordered partial "
+                             "buffer), a config a tuner picks by timing, or state kept between calls; reduce in a "
+                             "fixed order (per-block partials, then one ordered sum)",
+    "batch_variant": "a row's output depends on the batch it was computed in: the kernel picks its reduction order "
+                     "from the batch (a split count from B against the SM count, split-K when M is small, a tile "
+                     "or config chosen per shape); fix the split size, not the count, so each row is reduced the "
+                     "same way whatever the batch",
     "error": "the kernel raised an exception",
     "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device (or a torch.Tensor "
                   "subclass, which could change how it compares: return a plain torch.Tensor)",
 }
 # Diagnoses of a whole run (not of a pattern of wrong elements), most telling first: a report shows the first found.
 RUN_DIAGNOSES = ("tampered", "out_of_bounds", "race", "divergent_barrier", "uninitialized", "mutated_input",
-                 "timeout", "nondeterministic", "outside_backend", "error", "bad_output")
+                 "timeout", "nondeterministic", "outside_backend", "error", "bad_output", "nondeterministic_bits",
+                 "batch_variant")
 #: The per-case time limit of a plain (not registered) function, in seconds; ``WORKBENCH_CASE_TIME_LIMIT`` sets it.
 DEFAULT_TIME_LIMIT_S = 60.0
 _SANITIZER_DIAGNOSIS = {"memcheck": "out_of_bounds", "racecheck": "race", "initcheck": "uninitialized",
@@ -523,7 +537,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
           raise_on_fail: bool = False, progress: bool | None = None, budgets: Mapping[str, str] | None = None,
           budget_shape: dict | None = None, budget_dtype: torch.dtype | str | None = None,
           time_limit: float | None = None, seed: int | None = None, probes: bool = True,
-          fixed_flags: Sequence[str] = (), runs_like: Variant | None = None) -> CheckReport:
+          fixed_flags: Sequence[str] = (), runs_like: Variant | None = None, deterministic: bool = False,
+          batch_invariant: bool = False) -> CheckReport:
     """Check ``fn`` (a registered :class:`Variant` or any function called like the op) against the reference.
 
     Defaults: the op's ragged check shapes, every dtype the variant supports here, seeds 0 and 1, and every
@@ -552,6 +567,10 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
     (an exercise that covers only ``causal=False``): their other values are not probed. ``runs_like`` is a
     registered variant whose limits (``why_not_here``) also bound the probes' shapes: an implement drill passes its
     model answer, so a probe never asks for a size the drill's statement rules out (a head dim the model refuses).
+
+    ``deterministic=True`` / ``batch_invariant=True`` run the bitwise modes of :mod:`workbench.invariance` instead
+    (``shapes``, ``dtypes``, ``seeds``, ``time_limit`` and ``raise_on_fail`` apply; the first output of each run is
+    still compared with the reference).
     """
     if runs_like is not None and not isinstance(runs_like, Variant):
         raise TypeError(f"check: runs_like must be a registered Variant, got {type(runs_like).__name__}")
@@ -571,6 +590,12 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         why = _signature_error(fn, spec)
         if why:
             raise TypeError(why)
+    if deterministic or batch_invariant:
+        from workbench.invariance import check_invariance
+
+        rep = check_invariance(fn, spec, name, deterministic=deterministic, batch_invariant=batch_invariant,
+                               shapes=shapes, dtypes=dtypes, seeds=seeds, time_limit=time_limit)
+        return rep.raise_if_failed() if raise_on_fail else rep
     limits = _budgets.parse(budgets, f"check {spec.name}/{name}") if budgets else []
     limit = time_limit_s(time_limit, fn)
     report = CheckReport(op=spec.name, name=name, cases=[])

@@ -3,8 +3,9 @@
 decode_attention: the vendor baseline (dense gather + SDPA); CuPy array code (one padded dense gather, one masked
 softmax: the first rung, as in every ladder); torch's loop over sequences; Numba with one block per (sequence,
 head); three CUDA C kernels (a warp per query head; split-KV plus a merge kernel; one block per KV head serving its
-whole GQA group); Triton split-KV plus merge, then the same with the group's query heads packed into tl.dot's M;
-known-wrong kernels last. lse_merge: torch, then the Triton and CUDA C merge kernels the split variants launch.
+whole GQA group); Triton split-KV plus merge, then the same with the group's query heads packed into tl.dot's M,
+then with a fixed split size instead of a split count (batch-invariant rows); known-wrong kernels last. lse_merge:
+torch, then the Triton and CUDA C merge kernels the split variants launch.
 """
 
 from workbench.registry import teaching_order
@@ -18,12 +19,13 @@ from . import (  # noqa: F401
     v5_cuda_gqa,  # a block per KV head, pages staged once in shared memory for the group
     v6_triton_split,  # split-KV, GQA-grouped programs, online lse merge (and lse_merge/triton_merge)
     v7_triton_gqa_dot,  # split-KV with the group's query heads as tl.dot's M rows
+    v8_triton_split_fixed,  # split-KV with a fixed split size, not count: batch-invariant rows
     wrong,  # tail off by one, GQA head mod, V read past seq_lens, dropped partial page, merge without rescale
 )
 
 LADDER = ("torch_sdpa", "cupy_gather", "torch_naive", "numba_block", "cuda_warp", "cuda_split", "cuda_gqa",
-          "triton_split", "triton_gqa_dot", "wrong_tail_off_by_one", "wrong_gqa_head_mod", "wrong_reads_past_seq_len",
-          "wrong_split_drops_partial_page", "wrong_merge_no_rescale")
+          "triton_split", "triton_gqa_dot", "triton_split_fixed", "wrong_tail_off_by_one", "wrong_gqa_head_mod",
+          "wrong_reads_past_seq_len", "wrong_split_drops_partial_page", "wrong_merge_no_rescale")
 MERGE_LADDER = ("torch_merge", "triton_merge", "cuda_merge", "wrong_merge_no_rescale")
 teaching_order("decode_attention", LADDER)
 teaching_order("lse_merge", MERGE_LADDER)
