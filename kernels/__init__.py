@@ -15,6 +15,7 @@ from . import (  # noqa: F401,E402,E501
     gemm,
     gemm_fp8,
     gemm_fp8_block,
+    gemm_mxfp4,
     gemm_w8a8,
     layernorm,
     layernorm_bwd,

@@ -15,7 +15,7 @@ from workbench.registry import BACKENDS, Variant, contract
 
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
        "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge", "decode_attention_q8",
-       "layernorm", "layernorm_bwd")
+       "layernorm", "layernorm_bwd", "add_rmsnorm", "rope", "gemm_w8a8", "gemm_mxfp4")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd, moe_fp8...).
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # gemm_fp8, gemm_fp8_block and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and
@@ -25,7 +25,8 @@ FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # tests/test_decode_attention_q8.py); the generic ones cover the rest.
 GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "gemm_fp8_block", "attention_bwd", "moe_topk", "moe_align",
                                             "moe_fp8", "decode_attention", "lse_merge", "decode_attention_q8",
-                                            "layernorm_bwd"))
+                                            "gemm_w8a8", "gemm_mxfp4",  # int8 / packed e2m1 codes with scales
+                                            "layernorm_bwd", "rope"))  # rope: int32 positions (tests/test_rope.py)
 ZERO_FLOP_OPS = ("transpose",)  # moves bits, computes nothing
 
 def test_ops_are_the_registered_contracts():

@@ -111,7 +111,7 @@ def tolerance(dtype: torch.dtype, shape: dict) -> tuple[float, float]:
 
 OP = register_op(Op(
     name="rope",
-    signature="rope(x[B,S,H,D], positions[B,S], theta=10000.0, interleaved=False) -> [B,S,H,D]",
+    signature="rope(x[B,S,H,D], positions[B,S] int32, theta=10000.0, interleaved=False) -> [B,S,H,D]",
     shape_keys=("B", "S", "H", "D"),
     **contract(globals()),
     flops=lambda B, S, H, D, theta=THETA, interleaved=False: 3 * B * S * H * D,  # 2 mul + 1 add per element

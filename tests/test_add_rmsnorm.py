@@ -1,0 +1,88 @@
+"""add_rmsnorm: the contract, the fusion byte count, what each variant's check covers, the eps bug, bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import workbench as wb
+from kernels.add_rmsnorm import fusion_bytes
+from kernels.add_rmsnorm.reference import explain
+from tests._ops import variant_report, wrong_report
+from tests.conftest import CPU_MODE, cuda_engine_ready
+from workbench.practice.answers import fusion_bytes_saved
+
+
+def test_registered_with_its_ladder_and_tuple_outputs():
+    names = [v.name for v in wb.variants("add_rmsnorm")]
+    assert names == ["torch_add_rms_norm", "triton_fused", "cuda_fused"]
+    spec = wb.get_op("add_rmsnorm")
+    assert spec.outputs == ("y", "new_residual")
+    assert [v.name for v in wb.known_wrong("add_rmsnorm")] == ["wrong_eps_outside_sqrt"]
+    assert {s["N"] for s in spec.check_shapes} >= {1, 17, 1023, 1025, 4097}
+
+
+def test_reference_rounds_the_sum_then_normalises_it():
+    x, r, w = wb.make_inputs("add_rmsnorm", M=3, N=10, dtype="float16", seed=0)
+    y, s = wb.reference("add_rmsnorm")(x, r, w)
+    assert torch.equal(s, (x + r).double())  # the sum as torch rounds it in fp16, exactly
+    want = s / torch.sqrt((s * s).mean(-1, keepdim=True) + 1e-6) * w.double()
+    torch.testing.assert_close(y, want)
+    assert not torch.allclose(wb.reference("add_rmsnorm")(x, r, w, eps=0.5)[0], want)
+
+
+def test_fusion_bytes_counts_two_kernels_against_one():
+    m, n = 8192, 4096
+    b = fusion_bytes(m, n, "bfloat16")
+    assert b["two_kernels"] == (3 * m * n + 2 * m * n + n) * 2  # add: x, r, s; rmsnorm: s, w, y
+    assert b["fused"] == (4 * m * n + n) * 2 == wb.get_op("add_rmsnorm").bytes(M=m, N=n, dtype="bfloat16")
+    assert b["saved"] == m * n * 2 == 67_108_864  # the re-read of s: 64 MiB
+    assert fusion_bytes(m, n, torch.float32)["saved"] == 2 * b["saved"]
+    assert fusion_bytes_saved(m, n, "bfloat16").value == pytest.approx(67.108864)  # the napkin drill's answer
+
+
+@pytest.mark.parametrize("name", [v.name for v in wb.variants("add_rmsnorm")])
+def test_variant_is_checked_in_every_dtype_and_input_case(name):
+    """tests/test_ops.py requires the report to pass; here: what it covers."""
+    v = wb.variant("add_rmsnorm", name)
+    if v.backend == "cuda" and cuda_engine_ready():
+        pytest.skip(cuda_engine_ready())
+    rep = variant_report("add_rmsnorm", name)
+    assert rep.ok, rep.summary()
+    dts = {c.dtype for c in rep.cases}
+    assert {"float32", "float16"} <= dts
+    assert {c.case for c in rep.cases} == {"random", "large", "nan"}
+    if v.backend != "triton" or not CPU_MODE:  # the interpreter refuses bf16 arithmetic
+        assert "bfloat16" in dts
+
+
+def test_eps_outside_the_sqrt_fails_only_where_eps_matters_and_is_named():
+    rep = wrong_report("add_rmsnorm", "wrong_eps_outside_sqrt")
+    assert not rep.ok and rep.diagnosis == "normalizer", rep.summary()
+    assert all(c.shape.get("eps", 1e-6) == 0.5 for c in rep.failures)  # eps = 1e-6 passes everywhere
+    assert any(c.ok for c in rep.cases)
+
+
+def test_explain_names_a_factor_per_row_only_when_the_sum_is_right():
+    x, r, w = wb.make_inputs("add_rmsnorm", M=4, N=33, seed=2)
+    y, s = wb.reference("add_rmsnorm")(x, r, w)
+    factor = torch.tensor([[1.2], [0.9], [1.0], [1.5]], dtype=torch.float64)
+    assert explain([y * factor, s], [y, s], (x, r, w), {}, 1e-5, 1e-5) == "normalizer"
+    assert explain([y * factor, s + 1], [y, s], (x, r, w), {}, 1e-5, 1e-5) is None  # the sum is wrong too
+    y_of_x, _ = wb.reference("add_rmsnorm")(x, torch.zeros_like(r), w)  # normalising x, not x + r
+    assert explain([y_of_x, s], [y, s], (x, r, w), {}, 1e-5, 1e-5) is None
+
+
+@pytest.mark.parametrize("bad,match", [
+    (lambda x, r, w: (x, r[:, :-1].contiguous(), w), "residual must have x's shape"),
+    (lambda x, r, w: (x, r.half(), w), "share one dtype"),
+    (lambda x, r, w: (x, r, w[:-1].contiguous()), r"w\[N\] must match"),
+    (lambda x, r, w: (x[0], r, w), "must be 2-D"),
+    (lambda x, r, w: (x.t(), r.t(), w), "contiguous"),
+])
+def test_bad_input_raises_op_error(bad, match):
+    x, r, w = wb.make_inputs("add_rmsnorm", M=4, N=4, seed=0)
+    with pytest.raises(wb.OpError, match=match):
+        wb.reference("add_rmsnorm")(*bad(x, r, w))
+    with pytest.raises(wb.OpError, match="eps must be a positive number"):
+        wb.reference("add_rmsnorm")(x, r, w, eps=0.0)
