@@ -62,7 +62,7 @@ def _spec() -> dict:
                        divisible_ints=["N", "K"], **GPU_CFG, num_warps=8, num_stages=3)
 
 
-@register(OP_NAME, "triton_int8", backend="triton", inspect_spec=_spec, idea=(
+@register(OP_NAME, "triton_int8", backend="triton", bf16_dot=False, inspect_spec=_spec, idea=(
     "int8 tiles into tl.dot with an int32 accumulator (exact sums); scale_a[m] * scale_b[n] once, at the end."))
 def triton_int8(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
     m, k = a.shape
