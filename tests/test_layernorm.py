@@ -98,6 +98,14 @@ def test_every_variant_passes_the_checker(name):
     assert {c.shape["N"] for c in rep.cases} == {1, 17, 1023, 1025, 4097}
 
 
+def test_every_variant_is_deterministic_and_batch_invariant():
+    # one warp, block or program per row, with a reduction order fixed by N alone: a row's bits do not depend on
+    # the rows beside it or on the run
+    for v in wb.variants(OP):
+        rep = wb.check(v, deterministic=True, batch_invariant=True, progress=False)
+        assert rep.ok and [c.probe for c in rep.cases] == ["deterministic", "batch"], rep.summary()
+
+
 def test_the_ladder_has_every_rung_of_the_issue():
     backends = {v.name: v.backend for v in wb.variants(OP)}
     assert backends == {"torch_layer_norm": "torch", "cupy_two_pass": "cupy", "cuda_warp": "cuda",
