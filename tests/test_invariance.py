@@ -162,3 +162,15 @@ def test_a_gpu_only_variant_is_skipped_in_the_table_with_why():
     row = wb.invariance_table("gemm", variants=["cuda_mma_sync"]).rows[0]
     assert (row.deterministic, row.batch_invariant) == ("skipped", "skipped")
     assert "GPU-only" in row.why_deterministic and "GPU-only" in row.why_batch_invariant
+
+
+def test_a_variant_registered_nondeterministic_is_not_called_deterministic_on_one_quiet_run():
+    import dataclasses
+
+    from workbench.invariance import _table_row
+
+    v = dataclasses.replace(wb.variant("softmax", "torch_softmax"), deterministic=False)  # as an atomics kernel
+    row = _table_row(v, None)
+    assert row.deterministic == "no (declared)" and "registered deterministic=False" in row.why_deterministic
+    rep = wb.check(v, deterministic=True)
+    assert rep.ok and "note: softmax/torch_softmax is registered deterministic=False: " in rep.summary()

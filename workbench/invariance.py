@@ -7,12 +7,13 @@ and the largest difference (the spread). Atomics (a float ``atomicAdd`` summing 
 reductions and tuners that time configs are the usual causes.
 
 ``wb.check(fn, op, batch_invariant=True)`` makes one batch of 64 rows with the op's ``make``, runs it whole, then
-runs slices of it (contiguous copies) of 7 rows and of 1 row, and requires each row's output to be bitwise the same
-whichever batch computed it. A failure is ``batch_variant``: the report names the first row that differs, the
-element, its value in each batch and the batch sizes compared. Split-K GEMM, split-KV decode whose split count
-follows the batch and atomic reductions are the classic offenders (Thinking Machines, "Defeating Nondeterminism in
-LLM Inference", 2025). In cpu mode an emulated kernel (anything but a torch one) gets batches of 8, 3 and 1: the
-Triton interpreter takes about 2 s for one batch of 16 short decode rows. The report says which sizes ran.
+runs slices of it (contiguous copies) of 7 rows and of 1 row (the first, middle and last ones), and requires each
+row's output to be bitwise the same whichever batch computed it. A failure is ``batch_variant``: the report names
+the first row that differs, the element, its value in each batch and the batch sizes compared. Split-K GEMM,
+split-KV decode whose split count follows the batch and atomic reductions are the classic offenders (Thinking
+Machines, "Defeating Nondeterminism in LLM Inference", 2025). In cpu mode an emulated kernel (anything but a torch
+one) gets batches of 8, 3 and 1: the Triton interpreter takes about 2 s for one batch of 16 short decode rows. The
+report says which sizes ran.
 
 The batch axis comes from the op's signature: the first dimension of its (first) output that an input has too
 (``gemm(a[M,K], b[K,N]) -> [M,N]``: M, rows of a; ``decode_attention``: B, rows of q, block_table and seq_lens,
@@ -22,9 +23,11 @@ are not compared, and an op whose outputs have none (moe_align's expert-sorted s
 
 Both modes also compare the first call's output with the float64 reference, as :func:`workbench.check` does, so a
 wrong kernel is not reported as a deterministic one. In cpu mode the emulators run a launch's blocks one after
-another, so an atomic's order never varies there: ``deterministic=True`` can only fail on state kept between calls,
-and the split counts the kernels pick in cpu mode are fixed ones. :func:`invariance_table` runs both modes over the
-variants of some ops and shows one row per variant.
+another in a fixed order (only the Numba simulator runs a block's threads as OS threads), so the order atomics
+arrive in hardly varies there: ``deterministic=True`` shows state kept between calls rather than atomics, and the
+split counts the kernels pick in cpu mode are fixed ones. A variant registered ``deterministic=False``
+(atomics, a lock) gets a note saying so, and :func:`invariance_table` (both modes over the variants of some ops, one
+row per variant) shows it as "no (declared)" even when the emulation gave the same bits.
 """
 
 from __future__ import annotations
@@ -419,6 +422,8 @@ def check_invariance(fn: Callable, op: str | Op, name: str, *, deterministic: bo
         plain = torch.float32 if torch.float32 in usable else usable[0]
         here = [d for d in usable if not isinstance(fn, Variant) or fn.why_not_here(d) is None]
         dts = [plain if plain in here or not here else here[0]]
+    if deterministic and isinstance(fn, Variant) and getattr(fn, "deterministic", None) is False:
+        report.notes.append(f"{fn.op}/{fn.name} is registered deterministic=False: {_DECLARED}")
     for dt in dts:
         if isinstance(fn, Variant) and fn.why_not_here(dt):
             ck._note_skip(report.skipped, fn.why_not_here(dt))
@@ -474,6 +479,11 @@ class InvarianceRow:
     why_batch_invariant: str
 
 
+_DECLARED = ("its reduction order is set by atomics or a lock, which varies from run to run on a GPU"
+             + ("; the cpu-mode emulators run a launch's blocks in a fixed order, so they hardly ever show it"
+                if MODE != "gpu" else ""))
+
+
 def _verdict(report: InvarianceReport | None, mode: str, err: str | None) -> tuple[str, str]:
     if err is not None:
         return "skipped", err
@@ -502,6 +512,11 @@ def _table_row(v: Variant, shapes: dict[str, Sequence[dict]] | None) -> Invarian
                 err = str(e)
         cells[mode] = _verdict(rep, mode, err)
     (d, dw), (b, bw) = cells["deterministic"], cells["batch"]
+    declared = getattr(v, "deterministic", None)  # register(..., deterministic=): what the variant's author says
+    if d == "yes" and declared is False:
+        d, dw = "no (declared)", f"{dw} here, but registered deterministic=False: {_DECLARED}"
+    elif d == "no" and declared is True:
+        dw += "; registered deterministic=True, which this run contradicts"
     return InvarianceRow(v.op, v.name, v.backend, d, b, dw, bw)
 
 
@@ -529,10 +544,10 @@ class InvarianceTable:
         """Return the footnotes: what a row's verdict rests on and where it was measured."""
         out = []
         if MODE != "gpu":
-            out.append("cpu mode: the emulators run a launch's blocks one after another, so an atomic's order never "
-                       "varies here, and the split kernels use a fixed cpu-mode split count: a 'yes' says this "
-                       "emulation gave the same bits; a GPU run can still differ (atomics, split counts or configs "
-                       "chosen per batch)")
+            out.append("cpu mode: the emulators run a launch's blocks one after another in a fixed order, so the "
+                       "order atomics arrive in hardly varies here, and the split kernels use a fixed split count: "
+                       "a 'yes' says this emulation gave the same bits; a GPU run can still differ (atomics, split "
+                       "counts or configs chosen per batch)")
         return out
 
     def cells(self) -> list[tuple[str, ...]]:
