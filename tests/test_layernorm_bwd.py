@@ -80,6 +80,14 @@ def test_triton_variants_cover_ragged_rows_partial_ctas_and_the_large_case(name)
     assert {c.dtype for c in ran} == {"float32", "float16"}  # bf16: refused by the interpreter, saying so
 
 
+def test_cuda_two_stage_covers_every_dtype_and_partial_ctas():
+    reports = variant_reports(OP, "cuda_two_stage")
+    assert all(rep.ok for rep in reports), [rep.summary() for rep in reports]
+    ran = [c for rep in reports for c in rep.cases]
+    assert {c.dtype for c in ran} == {"float32", "float16", "bfloat16"}
+    assert {c.shape["M"] % ROWS_PER_CTA for c in ran if c.shape["M"] > ROWS_PER_CTA} >= {1, 6}
+
+
 def test_wrong_column_sum_is_scattered_in_dw_and_db_only():
     rep = wrong_report(OP, "wrong_sum_over_n")
     assert not rep.ok and rep.diagnosis == "scattered", rep.summary()
@@ -93,11 +101,12 @@ def test_wrong_column_sum_is_scattered_in_dw_and_db_only():
 def test_each_variant_declares_whether_it_is_deterministic():
     declared = {v.name: v.deterministic for v in wb.variants(OP, include_wrong=True)}
     assert declared["triton_atomic"] is False and declared["triton_group_lock"] is False
-    assert declared["triton_two_stage"] is True
+    assert declared["triton_two_stage"] is True and declared["cuda_two_stage"] is True
 
 
-def test_two_stage_gives_the_same_bits_on_every_call():
-    v = wb.variant(OP, "triton_two_stage")
+@pytest.mark.parametrize("name", ["triton_two_stage", "cuda_two_stage"])
+def test_two_stage_gives_the_same_bits_on_every_call(name):
+    v = wb.variant(OP, name)
     inputs = _inputs(M=70, N=40, seed=3)
     first = v(*inputs)
     for _ in range(2):

@@ -64,6 +64,8 @@ class Build:
 def _softmax_and_small() -> list[Build]:
     out = [Build("kernels/vecadd/vecadd.cu", (), ("vecadd_f32", "vecadd_f16")),
            Build("kernels/rmsnorm/rmsnorm.cu", (), tuple(f"rmsnorm_{s}" for s in SFX)),
+           Build("kernels/layernorm_bwd/layernorm_bwd.cu", (), tuple(f"ln_bwd_{k}_{s}" for k in ("partials", "colsum")
+                                                                     for s in SFX)),
            Build("kernels/add_rmsnorm/add_rmsnorm.cu", (), tuple(f"add_rmsnorm_{s}" for s in SFX)),
            Build("kernels/rope/rope.cu", (), tuple(f"rope_{s}" for s in SFX)),
            Build("kernels/gemm_w8a8/cu/w8a8_dp4a.cu", (), ("w8a8_dp4a",)),
