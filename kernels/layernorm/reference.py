@@ -60,7 +60,8 @@ def reference(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float = EP
 def stats(x: torch.Tensor, eps: float = EPS) -> tuple[torch.Tensor, torch.Tensor]:
     """Return each row's (mean[M], rstd[M]) in fp32, computed in float64: what a fused forward saves for backward.
 
-    rstd = 1 / sqrt(var + eps) with the biased variance. ``layernorm_bwd``'s inputs are made from these.
+    rstd = 1 / sqrt(var + eps) with the biased variance: the mean and rstd ``layernorm_bwd(dy, x, w, mean, rstd)``
+    takes.
     """
     require_tensor("layernorm", "x", x, 2, DTYPES, "[M,N]")
     require("layernorm", isinstance(eps, (int, float)) and not isinstance(eps, bool) and eps > 0,
