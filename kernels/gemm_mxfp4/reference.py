@@ -59,7 +59,7 @@ def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
     """Return the float64 values of a packed e2m1 matrix [R, K/2] as [R, K] (low nibble = even element)."""
     lut = torch.tensor(E2M1 + tuple(-v for v in E2M1), dtype=torch.float64, device=packed.device)
     p = packed.long()
-    codes = torch.stack((p & 15, p >> 4), dim=-1).reshape(packed.shape[0], -1)  # [.., 2j] low, [.., 2j+1] high
+    codes = torch.stack((p & 15, p >> 4), dim=-1).reshape(packed.shape[0], 2 * packed.shape[1])  # 2j low, 2j+1 high
     return lut[codes]
 
 
