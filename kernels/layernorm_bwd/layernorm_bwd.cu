@@ -13,7 +13,8 @@
 #include "../include/kernel_helpers.cuh"  // load/store, warp_sum, WB_EACH_DTYPE
 
 constexpr int ROWS_PER_CTA = 32;  // fixed, never derived from the SM count: row i always lands in block i / 32
-constexpr int WARPS = 4;
+constexpr int WARPS = 4;          // stage 1's block: 4 warps (the host launches WARPS * 32 threads)
+constexpr int SUM_THREADS = 256;  // stage 2's block
 
 template <typename T>
 __device__ void ln_bwd_partials(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
@@ -72,13 +73,13 @@ __device__ void ln_bwd_colsum(const float* __restrict__ dw_part, const float* __
 }
 
 #define LN_BWD(sfx, T, _)                                                                                              \
-    extern "C" __global__ void ln_bwd_partials_##sfx(const T* dy, const T* x, const T* w, const float* mean,          \
-                                                     const float* rstd, T* dx, float* dw_part, float* db_part, int m,  \
-                                                     int n) {                                                          \
+    extern "C" __global__ void __launch_bounds__(WARPS * 32)                                                           \
+        ln_bwd_partials_##sfx(const T* dy, const T* x, const T* w, const float* mean, const float* rstd, T* dx,       \
+                              float* dw_part, float* db_part, int m, int n) {                                          \
         ln_bwd_partials(dy, x, w, mean, rstd, dx, dw_part, db_part, m, n);                                            \
     }                                                                                                                  \
-    extern "C" __global__ void ln_bwd_colsum_##sfx(const float* dw_part, const float* db_part, T* dw, T* db, int r,   \
-                                                   int n) {                                                            \
+    extern "C" __global__ void __launch_bounds__(SUM_THREADS)                                                          \
+        ln_bwd_colsum_##sfx(const float* dw_part, const float* db_part, T* dw, T* db, int r, int n) {                  \
         ln_bwd_colsum(dw_part, db_part, dw, db, r, n);                                                                 \
     }
 WB_EACH_DTYPE(LN_BWD, _)
