@@ -232,7 +232,7 @@ def _determinism(run: _Check, shape: dict, dt: torch.dtype, seed: int) -> ck.Cas
     spec = run.spec
     res = ck.CaseResult(shape=dict(shape), dtype=dtype_name(dt), seed=seed, case="random", ok=False,
                         probe="deterministic")
-    sizes, kw = spec.split(shape)
+    _, kw = spec.split(shape)
     inputs = make_inputs(spec.name, dtype=dt, seed=seed, **shape)
     refs = _refs(spec, inputs, kw)
     first = _run(run.fn, spec, inputs, kw, res, run.limit, refs)

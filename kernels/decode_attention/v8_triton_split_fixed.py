@@ -17,7 +17,9 @@ changing its running sums (alpha = e^0 = 1, weight 0: acc * 1 + 0 is acc, bit fo
 pages on a GPU (16 pages of 16 tokens) and 2 pages in cpu mode, where the checker's 1-5-page sequences then have one,
 two and three splits. The price: the split count no longer adapts to the batch (a batch of one short sequence
 gets few programs and leaves SMs idle; a large batch of long ones writes more partials than it needs).
-``wb.check(..., batch_invariant=True)`` tests the property.
+``wb.check(..., batch_invariant=True)`` tests the property. In cpu mode ``triton_split`` and ``cuda_split`` take a
+fixed 2 splits, so they pass it there too; their split kernels given a split count that follows the batch fail it
+(tests/test_invariance.py runs both).
 """
 
 from __future__ import annotations
