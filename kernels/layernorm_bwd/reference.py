@@ -3,8 +3,8 @@
 ``layernorm_bwd(dy[M,N], x[M,N], w[N], mean[M], rstd[M]) -> (dx[M,N], dw[N], db[N])``
 
 - The forward is ``y = (x - mean) * rstd * w + b`` per row, ``mean`` and ``rstd = 1 / sqrt(var + eps)`` (biased
-  variance) saved in float32 by the forward, as Triton's tutorial 05, Apex, Liger and QuACK save them. The backward
-  never recomputes them: eps lives inside the saved ``rstd`` (the inputs ``make`` builds use eps = 1e-5, torch's
+  variance) saved in float32 by the forward, as Triton's tutorial 05 saves them. The backward never recomputes
+  them: eps lives inside the saved ``rstd`` (the inputs ``make`` builds use eps = 1e-5, torch's
   default).
 - With ``xhat = (x - mean) * rstd`` and ``g = w * dy``:
   ``dx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat))`` (per row, means over the N columns),

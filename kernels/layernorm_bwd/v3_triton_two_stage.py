@@ -1,13 +1,15 @@
-"""LayerNorm backward in Triton, dw/db in two stages without atomics: deterministic (QuACK's and Liger's way).
+"""LayerNorm backward in Triton, dw/db in two stages without atomics: deterministic.
 
 Stage 1: program c owns rows [c * ROWS_PER_CTA, (c + 1) * ROWS_PER_CTA): it stores their dx and writes its fp32
 partial sums of dw and db to row c of two [num_ctas, N] buffers, each element written by one program only.
 Stage 2 (:func:`kernels.layernorm_bwd.triton_rows.column_sum_kernel`): one program per column block sums the
 num_ctas partial rows in a fixed order and rounds once to w's dtype.
 
-Every add happens in an order fixed by the code, so the same inputs give the same bits on every run. The number
-of CTAs comes from a fixed ROWS_PER_CTA (32), not from the SM count: row i always lands in CTA i // 32, summed
-in the same order whatever GPU runs it, and dx (row-local) is batch-invariant. The price is the partials:
+Every add happens in an order fixed by the code, so the same inputs give the same bits on every run. QuACK's and
+Liger's norm backwards work the same way but size the partials by the SM count ([sm_count, N], summed by torch),
+so which rows share a partial, and so the bits of dw, depend on the GPU. Here the number of CTAs comes from a
+fixed ROWS_PER_CTA (32): row i always lands in CTA i // 32, summed in the same order whatever GPU runs it, and
+dx (row-local) is batch-invariant. The price is the partials:
 2 * num_ctas * N * 4 bytes written and read again: at 32 rows per CTA, 1/16 of the bytes of dy and x in bf16
 (M * N / 4 against 4 * M * N), 1/32 in fp32.
 """
