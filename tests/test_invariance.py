@@ -73,6 +73,18 @@ def test_row_kernels_are_deterministic_and_batch_invariant(op, name):
         assert f"rows bitwise identical in batches of {sizes}" in s and f"note: batches of {sizes} rows, not 64" in s
 
 
+@requires_cpu_mode
+def test_a_row_kernel_whose_vector_path_follows_the_row_address_is_batch_variant():
+    # softmax_vec.cu peels scalars up to each row's 16-byte boundary: at N = 33 floats row r starts at byte 132 r of
+    # the batch of 8, but at byte 0 of a batch that starts with it: the same row is summed in another order
+    rep = wb.check(wb.variant("softmax", "cuda_vec"), batch_invariant=True, shapes=[{"M": 8, "N": 33}])
+    assert rep.diagnosis == "batch_variant", rep.summary()
+    c = rep.cases[0]
+    assert c.detail.startswith("row ") and c.detail.endswith("batch sizes compared: 8, 3, 1")
+    row = int(c.detail.split()[1])
+    assert (row * 33 * 4) % 16 != 0  # a row that does not start on a 16-byte boundary in the batch of 8
+
+
 # ------------------------------------------------------------- split-KV decode: split count against split size
 #: B x Hq large enough that the GPU policy splits a 10-page sequence 5 ways in the batch of 8, 10 ways alone.
 DECODE = {"B": 8, "Hq": 32, "Hkv": 8, "L": 40, "D": 16, "page": 4}
