@@ -4,7 +4,7 @@
   contiguous. ``scale_a[m]`` is row m's (token m's) fp32 scale, ``scale_b[n]`` output channel n's: the dequantized
   operands are ``scale_a[:, None] * a`` and ``scale_b[:, None] * b`` (symmetric, zero point 0).
 * ``c[m, n] = scale_a[m] * scale_b[n] * sum_k a[m, k] * b[n, k]``: the sum is exact in int32 (each product is at
-  most 127 * 127 = 16,129 in magnitude, so K < 133,143 cannot overflow), the two scales multiply the sum once, in
+  most 127 * 127 = 16,129 in magnitude, so K <= 133,144 cannot overflow), the two scales multiply the sum once, in
   the epilogue, and the result is returned as bfloat16. Both scales are constant along K, which is what lets them
   leave the sum. The op's "dtype" (``make_inputs(..., dtype=)``, the checker's) is this output dtype; only
   bfloat16 is defined.
