@@ -56,6 +56,16 @@ def test_variant_is_checked_in_every_dtype_and_input_case(name):
         assert "bfloat16" in dts
 
 
+@pytest.mark.parametrize("name", ["triton_fused", "cuda_fused"])
+def test_rows_longer_than_the_registers_hold(name):
+    """N = 8200 > 8 x 1024: cuda_fused's threads re-read the tail of s they stored (the path check shapes miss)."""
+    v = wb.variant("add_rmsnorm", name)
+    if v.backend == "cuda" and cuda_engine_ready():
+        pytest.skip(cuda_engine_ready())
+    rep = wb.check(v, shapes=[{"M": 2, "N": 8200}], dtypes=("float32", "float16"), seeds=(0,), probes=False)
+    assert rep.ok, rep.summary()
+
+
 def test_eps_outside_the_sqrt_fails_only_where_eps_matters_and_is_named():
     rep = wrong_report("add_rmsnorm", "wrong_eps_outside_sqrt")
     assert not rep.ok and rep.diagnosis == "normalizer", rep.summary()

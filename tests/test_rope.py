@@ -80,6 +80,17 @@ def test_variant_is_checked_under_both_conventions_and_large_positions(name):
         assert "bfloat16" in dts
 
 
+@pytest.mark.parametrize("name", ["triton", "cuda"])
+def test_more_pairs_than_threads(name):
+    """H * D/2 = 1024 pairs: the CUDA C block (256 threads) strides over them four times."""
+    v = wb.variant("rope", name)
+    if v.backend == "cuda" and cuda_engine_ready():
+        pytest.skip(cuda_engine_ready())
+    shapes = [{"B": 1, "S": 2, "H": 16, "D": 128, "interleaved": il} for il in (False, True)]
+    rep = wb.check(v, shapes=shapes, dtypes=("float32",), seeds=(0,), cases=("large",), probes=False)
+    assert rep.ok, rep.summary()
+
+
 def test_swapped_convention_is_named():
     rep = wrong_report("rope", "wrong_convention_swapped")
     assert not rep.ok and rep.diagnosis == "rope_convention", rep.summary()
