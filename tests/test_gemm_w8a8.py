@@ -7,6 +7,10 @@ reads the same reports instead of running them again.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 
@@ -59,7 +63,8 @@ def test_quantizers_are_symmetric_absmax_per_row():
 
 
 def test_torch_baseline_and_ladder():
-    assert [v.name for v in wb.variants(OP)] == ["torch_int_mm", "triton_int8", "cuda_dp4a"]
+    assert [v.name for v in wb.variants(OP)] == ["torch_int_mm", "triton_int8", "cuda_dp4a", "cuda_mma"]
+    assert wb.variant(OP, "cuda_mma").gpu_only
     assert [v.name for v in wb.known_wrong(OP)] == ["wrong_scale_first"]
     assert wb.get_op(OP).dtypes == (torch.bfloat16,)
     a, b, sa, sb = _inputs(5, 7, 300)
@@ -148,12 +153,81 @@ def test_engine_dp4a_is_four_signed_byte_products():
     assert out[:4].tolist() == signed.tolist() and out[4:].tolist() == unsigned.tolist()
 
 
+# A C++ stand-in for cu/w8a8_mma_ptx.cuh's mma.sync m16n8k32 (the CPU engine cannot run inline PTX), built from
+# warp shuffles after the PTX ISA's fragment layout: lane l = 4g + t holds A rows g and g + 8 at k = 4t .. 4t + 3
+# (registers 0, 1) and 16 + 4t .. (2, 3), B column g at the same k (b0, b1), and C[g][2t], C[g][2t + 1],
+# C[g + 8][2t], C[g + 8][2t + 1]. Each lane gathers the words its four outputs need and sums them with __dp4a.
+MMA_STAND_IN = r"""
+__device__ __forceinline__ void mma_s8_16832(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int tp = 0; tp < 4; ++tp) {  // lane tp of a group of 4 holds k = 4tp .. 4tp + 3 and 16 + 4tp .. 16 + 4tp + 3
+    unsigned A[4];
+    for (int r = 0; r < 4; ++r) A[r] = __shfl_sync(0xffffffffu, a[r], 4 * g + tp);
+    const unsigned c0 = __shfl_sync(0xffffffffu, b0, 8 * t + tp), c0h = __shfl_sync(0xffffffffu, b1, 8 * t + tp);
+    const unsigned c1 = __shfl_sync(0xffffffffu, b0, 8 * t + 4 + tp);
+    const unsigned c1h = __shfl_sync(0xffffffffu, b1, 8 * t + 4 + tp);
+    d[0] = __dp4a((int)A[2], (int)c0h, __dp4a((int)A[0], (int)c0, d[0]));
+    d[1] = __dp4a((int)A[2], (int)c1h, __dp4a((int)A[0], (int)c1, d[1]));
+    d[2] = __dp4a((int)A[3], (int)c0h, __dp4a((int)A[1], (int)c0, d[2]));
+    d[3] = __dp4a((int)A[3], (int)c1h, __dp4a((int)A[1], (int)c1, d[3]));
+  }
+}
+"""
+
+
+def _with_stand_in(path: Path, seen: set | None = None) -> str:
+    """Return ``path``'s source with its local headers inlined (once each) and the mma.sync swapped for the stand-in."""
+    seen = set() if seen is None else seen
+    out = []
+    for line in path.read_text().splitlines(keepends=True):
+        m = re.match(r'\s*#include "([^"]+)"', line)
+        header = (path.parent / m.group(1)).resolve() if m else None
+        if header is None:
+            out.append(line)
+        elif header.name == "w8a8_mma_ptx.cuh":
+            out.append(MMA_STAND_IN)
+        elif header not in seen:
+            seen.add(header)
+            out.append(_with_stand_in(header, seen))
+    return "".join(out)
+
+
+def test_mma_kernel_logic_with_a_stand_in_for_the_instruction():
+    if wb.MODE == "gpu":
+        pytest.skip("on a GPU the real kernel runs in tests/test_ops.py")
+    from kernels.gemm_w8a8 import v3_cuda_mma
+    from workbench.interop import to_raw
+
+    mod = wb.cuda.RawModule(_with_stand_in(v3_cuda_mma.CU_PATH), frontend=False)  # CPU-only C++ (no PTX)
+    kernel = mod.get_function("w8a8_mma")
+
+    def mma_gemm(a, b, sa, sb):
+        m, k = a.shape
+        n = b.shape[0]
+        c = wb.empty((m, n), torch.bfloat16)
+        if c.numel():
+            vec = int(k % 4 == 0)
+            kernel(((n + 63) // 64, (m + 63) // 64), (128,), (to_raw(a), to_raw(b), to_raw(sa), to_raw(sb), to_raw(c),
+                                                               np.int32(m), np.int32(n), np.int32(k), np.int32(vec)))
+        return c
+
+    # 2 x 2 blocks with ragged edges and K = 37 (a partial word, vec = 0); one full block with K = 64 (vec = 1)
+    rep = wb.check(mma_gemm, OP, shapes=[{"M": 70, "N": 67, "K": 37}, {"M": 64, "N": 64, "K": 64}], seeds=(0,),
+                   probes=False)
+    assert rep.ok, rep.summary()
+    a, b, sa, sb = _inputs(70, 67, 37)
+    assert torch.equal(mma_gemm(a, b, sa, sb), wb.variant(OP, "torch_int_mm")(a, b, sa, sb))
+
+
 def test_sm90_compiles_use_int8_tensor_cores_and_dp4a():
     r = wb.inspect(wb.variant(OP, "triton_int8"), arch="sm_90")
     assert "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8" in r.ptx or ".s32.s8.s8" in r.ptx, r.ptx[:2000]
     assert "IGMMA" in r.sass and r.spill_stores == 0, r.ptxas_log
     r = wb.inspect(wb.variant(OP, "cuda_dp4a"), arch="sm_90")
     assert "dp4a.s32.s32" in r.ptx and "IDP.4A.S8.S8" in r.sass
+    r = wb.inspect(wb.variant(OP, "cuda_mma"), arch="sm_90")
+    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in r.ptx and r.sass.count("IMMA.16832.S8.S8") == 8
+    assert r.spill_stores == 0, r.ptxas_log
 
 
 # ------------------------------------------------------------------------------------------------ error table

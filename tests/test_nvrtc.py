@@ -69,6 +69,7 @@ def _softmax_and_small() -> list[Build]:
            Build("kernels/add_rmsnorm/add_rmsnorm.cu", (), tuple(f"add_rmsnorm_{s}" for s in SFX)),
            Build("kernels/rope/rope.cu", (), tuple(f"rope_{s}" for s in SFX)),
            Build("kernels/gemm_w8a8/cu/w8a8_dp4a.cu", (), ("w8a8_dp4a",)),
+           Build("kernels/gemm_w8a8/cu/w8a8_mma.cu", (), ("w8a8_mma",)),
            Build("kernels/gemm_w8a8/cu/wrong_w8a8.cu", (), ("w8a8_scale_first",)),
            Build("kernels/moe_align/moe_align.cu", (), ("moe_align_count", "moe_align_scatter")),
            Build("kernels.softmax.ex_warp_solution:SOURCE", (), ("softmax_warp",)),

@@ -9,9 +9,10 @@ from workbench.registry import teaching_order
 from . import (  # noqa: F401
     v1_triton_int8,
     v2_cuda_dp4a,
+    v3_cuda_mma,
     wrong,  # wrong_scale_first: each product dequantized first and the sum kept in bf16
 )
 from .reference import OP_NAME
 
-LADDER = ("torch_int_mm", "triton_int8", "cuda_dp4a", "wrong_scale_first")
+LADDER = ("torch_int_mm", "triton_int8", "cuda_dp4a", "cuda_mma", "wrong_scale_first")
 teaching_order(OP_NAME, LADDER)

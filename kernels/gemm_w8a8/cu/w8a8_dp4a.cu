@@ -9,21 +9,11 @@
 //
 // The sum stays int32 until the epilogue: c = float(acc) * scale_a[row] * scale_b[col], rounded to bf16 once.
 #include "../../include/kernel_helpers.cuh"  // cuda_bf16.h
+#include "w8a8_common.cuh"                     // load_word
 
 #define TM 32    // rows (and columns) of c per block
 #define KW 8     // words of K per step: 32 int8
 #define PAD 9    // words per shared row: KW + 1
-
-// Word w (bytes k .. k+3) of row r of an int8 [rows, K] matrix, 0 outside it.
-__device__ __forceinline__ int load_word(const signed char* x, int r, int rows, int k, int K, int vec) {
-  if (r >= rows || k >= K) return 0;
-  const signed char* p = x + (size_t)r * K + k;
-  if (vec) return *(const int*)p;  // K % 4 == 0: k .. k+3 are all in the row, and the address is 4-byte aligned
-  unsigned w = 0;
-  for (int j = 0; j < 4; ++j)
-    if (k + j < K) w |= (unsigned)(unsigned char)p[j] << (8 * j);  // byte j of the word is k + j (little-endian)
-  return (int)w;
-}
 
 extern "C" __global__ void __launch_bounds__(256) w8a8_dp4a(const signed char* __restrict__ a,
                                                             const signed char* __restrict__ b,
