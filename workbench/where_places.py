@@ -56,6 +56,9 @@ NOTEBOOKS: dict[str, dict[str, tuple[str, ...]]] = {
     "06-decode-attention": {"decode_attention": ("decode attention", "decode"),
                             "lse_merge": ("log-sum-exp merge", "lse merge"),
                             "decode_attention_q8": ("quantized cache", "quantized")},
+    "07-norms-and-numerics": {"layernorm": ("layernorm", "welford"), "layernorm_bwd": ("backward",),
+                              "add_rmsnorm": ("add+rmsnorm", "fusion"), "rope": ("rope",),
+                              "gemm_w8a8": ("int8", "quantization"), "gemm_mxfp4": ("mxfp4",)},
 }
 
 
