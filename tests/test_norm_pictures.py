@@ -87,3 +87,25 @@ def test_block_scales_are_drawn_one_cell_per_block_under_the_values():
 def test_bad_block_scale_inputs_are_refused_by_name(x, exps, block, match):
     with pytest.raises(ValueError, match=f"block_scales_figure: .*{match}"):
         npic.block_scales_figure(x, exps, block)
+
+
+def _mx(x):
+    codes, scales = mxref.quantize_mxfp4(x)
+    return mxref.dequantize(codes, scales), scales.long() - 127
+
+
+def test_the_explorer_slider_moves_one_blocks_scale():
+    x = torch.randn(2, 64, generator=torch.Generator().manual_seed(1))
+    box = npic.block_scales_explorer(x, _mx, row=1, col=40, value=2)
+    before = [list(r) for r in box.figure.data[1].z]
+    box.value_slider.value = 60
+    after = [list(r) for r in box.figure.data[1].z]
+    assert after[1][1] > before[1][1]  # block 1 of row 1 holds x[1, 40]: its exponent grows
+    assert after[0] == before[0] and after[1][0] == before[1][0]  # no other block's scale moves
+    assert box.figure.data[0].z[1][40] == 60.0 and float(x[1, 40]) != 60.0  # x itself is left alone
+    assert "block 1 holds x[1, 40]" in box.info.value and f"{after[1]}".replace(".0", "") in box.info.value
+
+
+def test_the_explorer_refuses_a_place_outside_x():
+    with pytest.raises(ValueError, match=r"block_scales_explorer: \(row, col\) = \(2, 0\) is outside x \[2, 64\]"):
+        npic.block_scales_explorer(torch.zeros(2, 64), _mx, row=2, col=0)

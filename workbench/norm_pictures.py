@@ -6,19 +6,21 @@ with the variance itself (the rows are ``mean + N(0, 1)``) as a dashed line: a p
 than what it measures. A NaN (a negative one-pass variance under the square root) is drawn as an ``x`` on the top
 edge. :func:`block_scales_figure` draws a small matrix beside its MXFP4 scale exponents: one e8m0 power of two
 per block of ``block`` consecutive values along a row (K), the values as a heatmap with the block edges marked, the
-exponents below as one cell per block. Plotly is imported here, not with ``workbench``.
+exponents below as one cell per block; :func:`block_scales_explorer` puts one value of that matrix under a slider,
+so that moving it shows which block's scale follows it and what the block's other values lose. Plotly and ipywidgets
+are imported here, not with ``workbench``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-__all__ = ["METHOD_LABELS", "block_scales_figure", "precision_figure"]
+__all__ = ["METHOD_LABELS", "block_scales_explorer", "block_scales_figure", "precision_figure"]
 
 #: How the figure names each method of ``variance_error``.
 METHOD_LABELS = {"one_pass": "one-pass E[x²] − E[x]²", "two_pass": "two-pass mean((x − mean)²)",
@@ -126,3 +128,52 @@ def block_scales_figure(x: Any, exponents: Any, block: int = 32, *, title: str |
     fig.update_layout(title=title or "MXFP4: one power-of-two scale per block of 32 values along K",
                       height=460, meta={"blocks": k // block, "rows": r})
     return fig
+
+
+def block_scales_explorer(x: Any, quantize: Callable[[Any], tuple[Any, Any]], *, row: int = 1, col: int = 40,
+                          block: int = 32, low: int = 1, high: int = 64, value: int = 24) -> Any:
+    """Return a slider over the value ``x[row, col]`` and :func:`block_scales_figure` of the result (a VBox).
+
+    ``x`` is a 2-D torch tensor (left unchanged: each step quantizes a copy); ``quantize(x)`` returns
+    ``(dequantized [R, K], exponents [R, K / block])``, e.g. MXFP4's quantizer and decoder. The box exposes
+    ``value_slider``, ``figure`` (a FigureWidget), ``info`` (the row's exponents and largest error per block) and
+    ``state(v) -> (x with x[row, col] = v, dequantized, exponents)``.
+    """
+    import ipywidgets as widgets
+
+    from workbench.plots import _sync
+
+    rows, k = (int(d) for d in x.shape)
+    if not (0 <= row < rows and 0 <= col < k):
+        raise ValueError(f"block_scales_explorer: (row, col) = ({row}, {col}) is outside x [{rows}, {k}]")
+    if not low <= value <= high:
+        raise ValueError(f"block_scales_explorer: value must be in [low, high] = [{low}, {high}], got {value!r}")
+
+    def state(v: float) -> tuple[Any, Any, Any]:
+        xv = x.clone()
+        xv[row, col] = float(v)
+        back, exps = quantize(xv)
+        return xv, back, exps
+
+    def figure(v: float) -> go.Figure:
+        xv, _, exps = state(v)
+        return block_scales_figure(xv, exps, block, title=f"MXFP4 with x[{row}, {col}] = {v}: block "
+                                   f"{col // block}'s scale follows it")
+
+    fig = go.FigureWidget(figure(value))
+    slider = widgets.IntSlider(value=value, min=low, max=high, step=1, description=f"x[{row}, {col}]",
+                               continuous_update=False)
+    info = widgets.HTML()
+
+    def refresh(*_: Any) -> None:
+        xv, back, exps = state(slider.value)
+        _sync(fig, figure(slider.value))
+        err = (back[row] - xv[row].to(back.dtype)).abs().reshape(-1, block).amax(-1).tolist()
+        info.value = (f"row {row}: scale exponents {[int(e) for e in exps[row].tolist()]}; largest |error| per "
+                      f"block {[round(e, 3) for e in err]} (block {col // block} holds x[{row}, {col}])")
+
+    slider.observe(refresh, names="value")
+    refresh()
+    box = widgets.VBox([slider, info, fig])
+    box.value_slider, box.figure, box.info, box.state = slider, fig, info, state
+    return box
