@@ -242,6 +242,50 @@ def test_lanes_of_a_warp_race_unless_syncwarp_separates_them(san, kernel, block,
     checked(san, kernel)((1,), (block,), (*make(), i32(1)))  # with __syncwarp: clean
 
 
+@pytest.mark.parametrize("block", [64, 512])
+def test_a_reduction_helper_called_twice_without_a_barrier_is_a_war_race(san, block):
+    """Every thread reads the first call's part[0]; the second call's thread 0 rewrites it while other warps read."""
+    from workbench.cuda import RaceError
+
+    out = np.zeros(block, np.float32)
+    with pytest.raises(RaceError) as ei:
+        checked(san, "two_slot_sums")((1,), (block,), (out, i32(0)))
+    read_line = line_of(CU / "sanitize.cu", "return part[0];  // slot_sum")
+    write_line = line_of(CU / "sanitize.cu", "part[warp] = v;  // slot_sum")
+    war = [r for r in ei.value.records if r["hazard"] == "WAR"]
+    assert war, ei.value.records
+    r = war[0]
+    assert r["space"] == "shared" and r["variable"] == "part" and r["variable_offset"] == 0
+    assert (r["first"]["line"], r["second"]["line"]) == (read_line, write_line)
+    assert r["first"]["warp"] != r["second"]["warp"] and r["second"]["thread"] == (0, 0, 0)
+    checked(san, "two_slot_sums")((1,), (block,), (out, i32(1)))  # a barrier between the calls: clean
+    np.testing.assert_array_equal(out, block + block * (block - 1) / 2)
+
+
+def test_layernorm_block_without_its_barrier_between_block_sums_is_a_race():
+    """kernels/layernorm/cu/layernorm_block.cu calls block_sum twice; without the barrier between them it races."""
+    from workbench import cuda
+    from workbench.cuda import RaceError
+
+    src = (ROOT / "kernels" / "layernorm" / "cu" / "layernorm_block.cu").read_text()
+    inc = '"../../include/kernel_helpers.cuh"'
+    barrier = [ln for ln in src.splitlines(keepends=True) if "__syncthreads();  // block_sum reuses" in ln]
+    assert inc in src and len(barrier) == 1
+    src = src.replace(inc, '"' + (ROOT / "kernels" / "include" / "kernel_helpers.cuh").as_posix() + '"')
+    n, rows = 4097, 2
+    x = f32(rows * n)
+    w, b, y = np.ones(n, np.float32), np.zeros(n, np.float32), np.zeros(rows * n, np.float32)
+    args = (x, w, b, y, i32(n), np.float32(1e-5))
+    with pytest.raises(RaceError) as ei:
+        cuda.RawKernel(src.replace(barrier[0], ""), "layernorm_block_f32", checked=True)((rows,), (512,), args)
+    assert any(r["hazard"] == "WAR" and r["variable"] == "part" and r["first"]["file"].endswith("kernel_helpers.cuh")
+               for r in ei.value.records)
+    cuda.RawKernel(src, "layernorm_block_f32", checked=True)((rows,), (512,), args)  # with it: clean
+    xs = x.reshape(rows, n).astype(np.float64)
+    ref = (xs - xs.mean(1, keepdims=True)) / np.sqrt(xs.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y.reshape(rows, n), ref, rtol=1e-4, atol=1e-4)
+
+
 def test_double_buffering_padding_shuffles_and_atomics_are_clean(san):
     from workbench import cuda
     from workbench.cuda import RaceError

@@ -99,6 +99,33 @@ extern "C" __global__ void shuffle_sum(const float* in, float* out) {
   }
 }
 
+// Every thread gets the block's sum through one slot per warp in a function-local __shared__ array, the shape of
+// kernels/include/kernel_helpers.cuh's block_sum. Called twice, the second call's `part[warp] = v` overwrites
+// part[0] while threads of other warps may still be reading the first call's result: a WAR hazard unless a barrier
+// separates the calls. (Every thread reads part[0]: the engine once kept only the last two readers per byte, lanes
+// of the writer's own warp, and missed it.)
+inline __device__ float slot_sum(float v) {
+  __shared__ float part[32];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if (lane == 0) part[warp] = v;  // slot_sum: one slot per warp
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < (int)(blockDim.x >> 5) ? part[lane] : 0.0f;
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) part[0] = v;
+  }
+  __syncthreads();
+  return part[0];  // slot_sum: every thread reads the total
+}
+
+extern "C" __global__ void two_slot_sums(float* out, int sync) {
+  float a = slot_sum(1.0f);
+  if (sync) __syncthreads();  // without it: BUG, the second call rewrites the slots the first call's result is in
+  float b = slot_sum((float)threadIdx.x);
+  out[threadIdx.x] = a + b;
+}
+
 // Sum of x over tiles of 64, staged through two shared buffers: the load of tile t+1 overlaps the use of tile t,
 // with one __syncthreads per tile (the buffer written in step t was last read before the barrier of step t-1).
 extern "C" __global__ void double_buffered(const float* x, float* out, int tiles) {

@@ -21,8 +21,8 @@
 //   atomic and no barrier separates them. For threads of one block, a completed __syncthreads orders everything
 //   before it ("epochs"), and for lanes of one warp any completed warp collective both lanes took part in does;
 //   for global memory, accesses from different blocks are never ordered. Shadow memory keeps, per byte, the
-//   last write and the last two reads by different threads, so the verdict does not depend on the order the
-//   fibers happened to run in.
+//   last write, the last read, the last read by another thread and the last read by another warp (SanCell), so
+//   the verdict does not depend on the order the fibers happened to run in.
 // * Profile launches (wb.profile) run a module built with the same instrumentation, whose hooks append every
 //   access to the fiber's log (wb_sanitize.h). At each __syncthreads, each warp collective that all live lanes of
 //   a warp take part in, and at the end of the block, the logs of each warp are grouped into warp-level requests:
@@ -202,8 +202,13 @@ struct SanAcc {          // one access in shadow memory
   uint16_t thread;       // linear thread index in the block
   uint16_t atomic;
 };
+// Reads: r2 and rw keep what r alone would lose. Many threads read a byte in one epoch (every thread reads a
+// reduction's result, part[0]) and then one writes it: the writer conflicts with every reader of another warp,
+// however many of its own warp read after them (ordered by a collective), so rw is kept exact for that: the last
+// read by a thread of another warp (or block) than r's. r2 keeps the last read by another thread than r's (the
+// writer may be r itself, with an unordered lane of its warp before it).
 struct SanCell {
-  SanAcc w, r, r2;  // last write; last read; last read by another thread than r's
+  SanAcc w, r, r2, rw;  // last write; last read; last read by another thread than r's; ... of another warp than r's
 };
 struct SanRegion {
   uintptr_t lo;  // global buffers: the copy the kernel runs on
@@ -1144,10 +1149,12 @@ void sync_lane_exits(Worker* w, Fiber* f, const Warp& W) {
 inline void note_read(SanCell& c, const SanAcc& cur) {
   if (c.r.block == 0 || (c.r.block == cur.block && c.r.thread == cur.thread)) {
     c.r = cur;
-  } else {
-    c.r2 = c.r;
-    c.r = cur;
+    return;
   }
+  // the previous last read is the newest one of another warp than cur's; otherwise rw still is
+  if (c.r.block != cur.block || (c.r.thread >> 5) != (cur.thread >> 5)) c.rw = c.r;
+  c.r2 = c.r;
+  c.r = cur;
 }
 
 // Check one access against shadow `cells` (one per byte, the first at byte offset `off0` of its window).
@@ -1173,8 +1180,9 @@ void check_cells(Launch* L, San* S, const Access& A, SanCell* cells, int64_t off
           waw = true;
         }
         if (!war) {
-          const SanAcc* rd = conflicts(S, c.r, A.cur, global) ? &c.r
-                             : conflicts(S, c.r2, A.cur, global) ? &c.r2 : nullptr;
+          const SanAcc* rd = conflicts(S, c.r, A.cur, global)    ? &c.r
+                             : conflicts(S, c.r2, A.cur, global) ? &c.r2
+                             : conflicts(S, c.rw, A.cur, global) ? &c.rw : nullptr;
           if (rd) {
             record_race(L, A, 1, *rd, false, off0 + (int64_t)i);
             war = true;
