@@ -61,7 +61,8 @@ MISTAKES: dict[str, tuple[str, ...]] = {
                 "masked row", "fully masked"),
     "scale": ("scale", "scaling", "factor", "wrong scale"),
     "normalizer": ("normalizer", "normalization", "normalisation", "mean", "divisor", "reduction", "wrong axis",
-                   "wrong dimension", "wrong dim", "sum"),
+                   "wrong dimension", "wrong dim", "sum", "axis", "unbiased", "unbiased variance", "bessel",
+                   "variance"),
     "rescale": ("online rescale", "rescale", "rescaling", "missing rescale", "correction factor", "running max",
                 "online softmax"),
     "causal": ("causal", "causal mask", "causal diagonal", "diagonal", "mask", "masking", "off by one"),
@@ -112,6 +113,10 @@ KERNEL_MISTAKES: dict[str, tuple[str, ...]] = {
     "softmax/wrong_unguarded_warp_slots": ("uninitialized", "bounds"),
     "decode_attention/wrong_gqa_head_mod": ("head_map",),
     "decode_attention/wrong_reads_past_seq_len": ("bounds",),
+    "layernorm/wrong_eps_outside_sqrt": ("eps", "overflow"),
+    "layernorm/wrong_unbiased_variance": ("normalizer", "scale"),
+    "layernorm_bwd/wrong_sum_over_n": ("normalizer", "gradient"),
+    "gemm_w8a8/wrong_scale_first": ("precision", "scale"),
 }
 
 
