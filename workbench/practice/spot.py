@@ -84,6 +84,8 @@ MISTAKES: dict[str, tuple[str, ...]] = {
                  "query group", "group mapping", "grouping", "modulo", "indexing", "index"),
     "convention": ("rope convention", "convention", "wrong convention", "swapped convention", "neox", "gpt neox",
                    "gpt j", "gptj", "rotate half", "interleaved", "pairing", "pairs", "pair index", "partner"),
+    "packing": ("packing", "nibble", "nibbles", "nibble order", "swapped nibbles", "byte order", "unpacking",
+                "unpack", "low nibble", "high nibble", "decode", "decoding", "e2m1 decode"),
     "eps": ("eps", "epsilon", "eps outside the sqrt", "eps outside sqrt", "eps placement", "sqrt", "square root"),
 }
 # The mistake each checker diagnosis names (``scattered`` names none: it only says no pattern was found).
@@ -117,6 +119,7 @@ KERNEL_MISTAKES: dict[str, tuple[str, ...]] = {
     "layernorm/wrong_unbiased_variance": ("normalizer", "scale"),
     "layernorm_bwd/wrong_sum_over_n": ("normalizer", "gradient"),
     "gemm_w8a8/wrong_scale_first": ("precision", "scale"),
+    "gemm_mxfp4/wrong_b_nibble_order": ("packing",),
 }
 
 
