@@ -11,6 +11,7 @@ import atexit
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,27 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = tempfile.mkdtemp(prefix="wb-test-reports-")
     os.environ[SHARED_ENV] = folder
     config.add_cleanup(lambda: (os.environ.pop(SHARED_ENV, None), shutil.rmtree(folder, ignore_errors=True)))
+
+
+def inline_headers(path: Path, swap: dict[str, str], seen: set[Path] | None = None) -> str:
+    """Return ``path``'s source with its local headers inlined (once each), a header named in ``swap`` replaced by
+    its text (an emulation of inline PTX the CPU engine cannot run).
+
+    As text, so the CPU engine's cache recognises the source from run to run.
+    """
+    seen = set() if seen is None else seen
+    out = []
+    for line in path.read_text().splitlines(keepends=True):
+        m = re.match(r'\s*#include "([^"]+)"', line)
+        header = (path.parent / m.group(1)).resolve() if m else None
+        if header is None:
+            out.append(line)
+        elif header.name in swap:
+            out.append(swap[header.name])
+        elif header not in seen:
+            seen.add(header)
+            out.append(inline_headers(header, swap, seen))
+    return "".join(out)
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,7 +5,6 @@ and the GPU-only mma.sync kernel's logic on the CPU engine with its inline PTX e
 from __future__ import annotations
 
 import math
-import re
 import shutil
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import torch
 
 import workbench as wb
 from tests._ops import variant_report
-from tests.conftest import CPU_MODE, cuda_engine_ready
+from tests.conftest import CPU_MODE, cuda_engine_ready, inline_headers
 
 NAMES = ("numba_naive", "numba_flash", "cuda_flash_simt", "cuda_flash_wmma", "cuda_flash_mma")
 HALF_ONLY = ("cuda_flash_wmma", "cuda_flash_mma")
@@ -173,24 +172,9 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
 """
 
 
-def _emulated(path: Path, seen: set[Path] | None = None) -> str:
-    """Return the source of ``path`` with its local headers inlined (once each) and ``mma_ptx.cuh`` emulated.
-
-    As text, so the CPU engine's cache recognises the source from run to run.
-    """
-    seen = set() if seen is None else seen
-    out = []
-    for line in path.read_text().splitlines(keepends=True):
-        m = re.match(r'\s*#include "([^"]+)"', line)
-        header = (path.parent / m.group(1)).resolve() if m else None
-        if header is None:
-            out.append(line)
-        elif header.name == "mma_ptx.cuh":
-            out.append(PTX_EMULATION)
-        elif header not in seen:
-            seen.add(header)
-            out.append(_emulated(header, seen))
-    return "".join(out)
+def _emulated(path: Path) -> str:
+    """Return the source of ``path`` with its local headers inlined and ``mma_ptx.cuh`` emulated."""
+    return inline_headers(path, {"mma_ptx.cuh": PTX_EMULATION})
 
 
 @pytest.mark.skipif(not CPU_MODE, reason="on a GPU the real kernel runs in test_variant_passes_checker")

@@ -7,7 +7,6 @@ reads the same reports instead of running them again.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import torch
 import workbench as wb
 from kernels.gemm_w8a8 import reference as R
 from tests._ops import variant_reports, wrong_report
+from tests.conftest import inline_headers
 
 OP = "gemm_w8a8"
 
@@ -179,21 +179,9 @@ __device__ __forceinline__ void mma_s8_16832(int (&d)[4], const unsigned (&a)[4]
 """
 
 
-def _with_stand_in(path: Path, seen: set | None = None) -> str:
-    """Return ``path``'s source with its local headers inlined (once each) and the mma.sync swapped for the stand-in."""
-    seen = set() if seen is None else seen
-    out = []
-    for line in path.read_text().splitlines(keepends=True):
-        m = re.match(r'\s*#include "([^"]+)"', line)
-        header = (path.parent / m.group(1)).resolve() if m else None
-        if header is None:
-            out.append(line)
-        elif header.name == "w8a8_mma_ptx.cuh":
-            out.append(MMA_STAND_IN)
-        elif header not in seen:
-            seen.add(header)
-            out.append(_with_stand_in(header, seen))
-    return "".join(out)
+def _with_stand_in(path: Path) -> str:
+    """Return ``path``'s source with its local headers inlined and the mma.sync swapped for the stand-in."""
+    return inline_headers(path, {"w8a8_mma_ptx.cuh": MMA_STAND_IN})
 
 
 def test_mma_kernel_logic_with_a_stand_in_for_the_instruction():
