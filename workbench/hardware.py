@@ -30,12 +30,15 @@ __all__ = [
     "DEVICES",
     "DEFAULT_DEVICE",
     "DeviceSpec",
+    "LINKS",
+    "Link",
     "Source",
     "as_dict",
     "canonical_dtype",
     "current_device",
     "describe_unknown",
     "get_device",
+    "get_link",
     "lookup",
     "measured_tflops",
     "peak_bandwidth",
@@ -418,3 +421,63 @@ def ridge_point(device: DeviceSpec | str, dtype: Any, *, tf32: bool = False, mea
 def as_dict(spec: DeviceSpec) -> dict[str, Any]:
     """Return ``spec`` as plain JSON-able data (sources included)."""
     return dataclasses.asdict(spec)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Interconnects: what one GPU can send to the others, per direction (a collective's busbw compares to this).
+
+
+@dataclass(frozen=True)
+class Link:
+    """One GPU's link to the other GPUs: bandwidth per direction (GB/s) and a per-message latency (us), sourced.
+
+    ``bandwidth_gbs`` is what one GPU can send while it also receives as much (vendors print the sum of both
+    directions: NVLink 4's 900 GB/s is 450 GB/s each way). ``latency_us`` is the alpha of an alpha-beta model: the
+    fixed cost of one step of a collective (a message through the link, its synchronisation and launch), an
+    assumption stated in ``latency_source`` where no vendor prints one.
+    """
+
+    key: str
+    name: str
+    bandwidth_gbs: float
+    latency_us: float
+    source: Source
+    latency_source: Source
+
+
+_HOPPER_NVLINK = Source(
+    "NVIDIA H100 and H200 Tensor Core GPU datasheets (SXM columns, 'NVLink: 900GB/s'); H100 architecture "
+    "whitepaper (GTC22): 18 fourth-generation NVLink links, 900 GB/s total bandwidth",
+    "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper",
+    "900 GB/s is the total of both directions over 18 links (50 GB/s each, 25 GB/s each way): 450 GB/s per "
+    "direction is stored. In an 8-GPU HGX/DGX node every GPU reaches every other through NVSwitch at that rate.",
+)
+_IB_NDR = Source(
+    "NVIDIA ConnectX-7 (InfiniBand NDR, 400 Gb/s per port); DeepEP's V1 README (docs/legacy.md): 'CX7 InfiniBand "
+    "400 Gb/s RDMA network card (~50 GB/s maximum bandwidth)'",
+    "https://github.com/deepseek-ai/DeepEP/blob/main/docs/legacy.md",
+    "400 Gb/s = 50 GB/s per direction per port; DGX H100/H200 nodes have one such port per GPU. Stored 50 GB/s.",
+)
+_LATENCY_ASSUMED = Source(
+    "assumption (not a datasheet figure)",
+    "",
+    "Order of magnitude of one collective step's fixed cost on GPUs (kernel, synchronisation, a message's "
+    "flight): a few microseconds inside a node, more across the network. Used only for the small-message end "
+    "of model curves; measure with nccl-tests for real figures.",
+)
+
+LINKS: dict[str, Link] = {
+    "nvlink4": Link("nvlink4", "NVLink 4 (H100/H200 SXM, through NVSwitch)", 450.0, 3.0, _HOPPER_NVLINK,
+                    _LATENCY_ASSUMED),
+    "ib_ndr": Link("ib_ndr", "InfiniBand NDR (ConnectX-7, 400 Gb/s per GPU)", 50.0, 6.0, _IB_NDR, _LATENCY_ASSUMED),
+}
+
+
+def get_link(link: Link | str) -> Link:
+    """Return the :class:`Link` named ``link`` ('nvlink4', 'ib_ndr'), or raise KeyError listing the known ones."""
+    if isinstance(link, Link):
+        return link
+    if link not in LINKS:
+        raise KeyError(f"unknown link {link!r}; known links: {', '.join(LINKS)} (add one to workbench/hardware.py "
+                       "with its source)")
+    return LINKS[link]
