@@ -7,6 +7,8 @@
 * ``{"kind": "cuda", "code": path_or_source, "name": kernel_name, "options": (...)}``
 * ``{"kind": "triton", "fn": jit_fn, "signature": {...}, "constexprs": {...}, "num_warps": 4, "num_stages": 3}``
   (optionally ``"args": {...}``, one launch's argument values: Triton specialises on which are multiples of 16)
+* ``{"kind": "cute", "name": ..., "compile": fn(arch) -> compiled, "threads_per_block": n, "dynamic_smem": bytes}``
+  (a CuTe DSL kernel, ``kernels/_cute.py``'s ``cute_spec``: ``cute.compile`` on fake tensors keeps PTX and cubin)
 
 CUDA C goes through nvcc (PTX) and ptxas (cubin, ``-v`` resource report); Triton through
 ``triton.compile(..., target=GPUTarget("cuda", cc, 32))``. SASS comes from cuobjdump. Nothing needs a GPU.
@@ -402,6 +404,26 @@ def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str
     return ptx, log, r3.stdout, k.asm.get("ttgir", ""), int(k.metadata.shared), k.metadata.name
 
 
+def _cute_compile(spec: dict, arch: str) -> tuple[str, str, str, str, dict[str, int]]:
+    """Return (ptx, ptxas log, sass, entry, its ptxas figures) of a CuTe DSL kernel: ``spec["compile"](arch)``."""
+    try:
+        fn = spec["compile"](arch)
+    except Exception as e:
+        raise CompileError(f"cute.compile of {spec.get('name', '?')} for {arch} failed: {e}", str(e)) from e
+    ptx, cubin = fn.__ptx__, fn.__cubin__
+    if not ptx or not cubin:
+        raise CompileError(f"cute.compile of {spec.get('name', '?')} kept no PTX/cubin: compile it with "
+                           "kernels._cute.compile_with_artifacts")
+    log = ptxas_log(ptx)
+    res = parse_ptxas(log)
+    symbol = next(iter(res)) if len(res) == 1 else _pick_symbol(list(res), str(spec.get("entry", "kernel")))
+    with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
+        cub = Path(td) / "k.cubin"
+        cub.write_bytes(cubin)
+        sass = run_tool([find_cuda_tool("cuobjdump"), "-sass", str(cub)], "cuobjdump").stdout
+    return ptx, log, sass, symbol, res[symbol]
+
+
 def ptxas_log(ptx: str) -> str:
     """Return ``ptxas -v``'s resource report of ``ptx`` (for its own ``.target``): parse it with :func:`parse_ptxas`."""
     ptxas = find_cuda_tool("ptxas")
@@ -454,8 +476,16 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
         if spec.get("divisible_by_16") is None and spec.get("args") is None and ints:
             notes.append(f"compiled as a launch with {', '.join(ints)} multiples of 16 and 16-byte-aligned "
                          "pointers (Triton specialises on both); pass args={...} for another launch")
+    elif kind == "cute":
+        ptx, log, sass, symbol, r = _cute_compile(spec, arch)
+        smem, name = r["smem"], spec["name"]
+        tpb = threads_per_block or int(spec["threads_per_block"])
+        dynamic_smem = dynamic_smem or int(spec.get("dynamic_smem") or 0)
+        if dynamic_smem:
+            notes.append(f"CuTe kernels take their shared memory dynamically: {dynamic_smem:,} bytes per block at "
+                         "launch (ptxas reports only the static part); the occupancy counts them")
     else:
-        raise ValueError(f"inspect: unknown kernel kind {kind!r} (expected 'cuda' or 'triton')")
+        raise ValueError(f"inspect: unknown kernel kind {kind!r} (expected 'cuda', 'triton' or 'cute')")
     funcs = split_sass(sass)
     fsass = funcs.get(symbol) or (next(iter(funcs.values())) if funcs else sass)
     mix, ops = instruction_mix(fsass)
@@ -472,6 +502,9 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
                 if kind == "cuda":
                     _, log2, _ = _cuda_compile(spec["code"], spec["name"], tuple(spec.get("options") or ()), a)
                     r2 = parse_ptxas(log2)[_pick_symbol(list(parse_ptxas(log2)), spec["name"])]
+                    regs, sm = r2["registers"], r2["smem"]
+                elif kind == "cute":
+                    r2 = _cute_compile(spec, a)[4]
                     regs, sm = r2["registers"], r2["smem"]
                 else:
                     _, log2, _, _, sh2, sym2 = _triton_compile(spec, a)
@@ -512,6 +545,8 @@ def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = N
 
         src = load_source(spec["code"])
         ident = f"{src.path}|{src.text}|{spec.get('name')}|{tuple(spec.get('options') or ())}"
+    elif spec.get("kind") == "cute":  # the variant's name and its compile function's identity
+        ident = f"cute|{spec.get('name')}|{spec.get('key', spec.get('name'))}"
     else:  # everything that changes the compiled kernel, the divisibility hints included
         attrs = spec.get("attrs")
         ident = (f"{id(spec.get('fn'))}|{sorted((spec.get('signature') or {}).items())}|"

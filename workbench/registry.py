@@ -25,7 +25,7 @@ from workbench import dtypes
 from workbench._mode import MODE
 from workbench._sanitize import switched
 
-BACKENDS = ("torch", "numba", "cupy", "cuda", "triton")
+BACKENDS = ("torch", "numba", "cupy", "cuda", "triton", "cute")
 #: The package whose import registers every op contract (``kernels/__init__.py``); its modules hold the variants.
 KERNELS_PACKAGE = "kernels"
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in dtypes.NAMES}
@@ -331,6 +331,10 @@ class Variant:
 
     def why_not_here(self, dtype: torch.dtype | str | None = None, shape: dict | None = None) -> str | None:
         """Return why this variant cannot run here with ``dtype``/``shape``, or None if it can."""
+        if self.gpu_only and MODE != "gpu" and self.backend == "cute":
+            return (f"{self.op}/{self.name}: CuTe DSL kernels need an NVIDIA GPU to run (the DSL has no CPU "
+                    "emulator); here it compiles for sm_90a: read its PTX, SASS and registers with "
+                    "workbench.inspect(...)")
         if self.gpu_only and MODE != "gpu":
             note = f" ({self.gpu_note})" if self.gpu_note else ""
             return (f"{self.op}/{self.name} is GPU-only{note}; this is cpu mode. "
