@@ -77,6 +77,7 @@ _LAZY = {
     "occupancy_widget": ("workbench.inspection", "occupancy_widget"),
     "cuda": ("workbench.cuda", None),
     "cupy": ("workbench.cupy", None),
+    "cute": ("workbench.cute", None),  # CuTe DSL layouts (imports cutlass on first call)
     "hardware": ("workbench.hardware", None),
     "plots": ("workbench.plots", None),
     "results": ("workbench.results", None),

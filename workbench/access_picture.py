@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["LaneAccess", "LaunchTrace", "Request", "TracedBuffer", "picture", "trace"]
+__all__ = ["LaneAccess", "LaunchTrace", "Request", "TracedBuffer", "bank_map_figure", "picture", "trace"]
 
 SECTOR, LINE, BANKS = 32, 128, 32
 _WRITE, _ATOMIC = 2, 4  # WB_SAN_* flags of the runtime's trace entries
@@ -643,11 +643,18 @@ def _shared_title(tr: LaunchTrace, buf: TracedBuffer, drawn: list[Request], k: i
 
 
 def _shared_figure(tr: LaunchTrace, buf: TracedBuffer, drawn: list[Request], k: int, n: int) -> go.Figure:
+    head, sub = _shared_title(tr, buf, drawn, k, n)
+    return bank_map_figure(drawn, head, sub, multi=tr.warp is None, notes=_dropped_note(tr))
+
+
+def bank_map_figure(drawn: list[Request], head: str, sub: str, *, multi: bool = False,
+                    notes: Iterable[str] = ()) -> go.Figure:
+    """Return the bank map of shared requests: a column per bank, a row per wavefront (also used by wb.cute)."""
     import plotly.graph_objects as go
 
     from workbench import plots
 
-    lane, hover, label, names = _shared_cells(drawn, tr.warp is None)
+    lane, hover, label, names = _shared_cells(drawn, multi)
     more = len(names) - MAX_WAVEFRONT_ROWS
     lane, hover, label, names = (x[:MAX_WAVEFRONT_ROWS] for x in (lane, hover, label, names))
     fig = go.Figure(go.Heatmap(z=lane, text=label, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
@@ -655,14 +662,13 @@ def _shared_figure(tr: LaunchTrace, buf: TracedBuffer, drawn: list[Request], k: 
                                zmin=0, zmax=31, xgap=2, ygap=2, name="lanes",
                                colorbar=dict(title=dict(text="lane"), tickvals=[0, 8, 16, 24, 31], len=0.9,
                                              thickness=14)))
-    head, sub = _shared_title(tr, buf, drawn, k, n)
-    notes = ["A column is a bank (4-byte word w sits in bank w mod 32); a row is one pass through the banks "
+    lines = ["A column is a bank (4-byte word w sits in bank w mod 32); a row is one pass through the banks "
              "(wavefront), serving one word per bank to any number of lanes. The tallest column sets the wavefronts: "
              "those beyond one per phase are the bank conflicts wb.profile counts."]
     if more > 0:
-        notes.append(f"{more} more wavefront row{'s' if more != 1 else ''} not drawn.")
-    notes += _dropped_note(tr)
-    plots._finish(fig, head, sub, notes, None)
+        lines.append(f"{more} more wavefront row{'s' if more != 1 else ''} not drawn.")
+    lines += list(notes)
+    plots._finish(fig, head, sub, lines, None)
     fig.update_xaxes(title_text="bank", range=[-0.5, 31.5], tickvals=list(range(0, 32, 4)) + [31], showgrid=False,
                      zeroline=False)
     fig.update_yaxes(tickvals=list(range(len(names))), ticktext=names, autorange="reversed", showgrid=False,
