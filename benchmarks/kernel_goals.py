@@ -1,4 +1,4 @@
-"""Measure the H200 goals of the GEMM, softmax, FlashAttention, decode and norms notebooks, each a ratio from one run.
+"""Measure the H200 goals of the GEMM, softmax, FlashAttention, decode, norms and CuTe notebooks: ratios from one run.
 
 GEMM (issue "Notebook 01"), against ``torch.matmul`` (cuBLAS) at the same shape and dtype:
 - Triton bf16 (the faster of ``triton_autotuned`` and ``triton_persistent_tma`` per shape): >= 0.95 at 8192^3,
@@ -30,6 +30,10 @@ op's byte count) per second against the measured copy bandwidth:
 - the deterministic LayerNorm backward (the fastest non-torch variant registered ``deterministic=True``) >= 0.70;
 - the w8a8 GEMM (the fastest non-torch ``gemm_w8a8`` variant) >= 1.6x bf16 ``torch.matmul`` at 8192^3.
 
+CuTe DSL (issue 33, notebook 09), bf16 at 8192^3: ``cute_wgmma_tma`` >= 0.85 of ``torch.matmul`` in the same run
+(``cuda_wgmma_tma`` timed beside it). It needs ``nvidia-cutlass-dsl`` in the GPU box's Python: without it the goal
+file says so in its notes.
+
 Every variant is checked before it is timed (``workbench.bench``); an autotuned kernel is tuned once, at the goal
 shape, and checked with the config it chose (``workbench.benchmark_goals.tuned_once``). Writes
 ``<gpu>-<date>-<op>.json`` and ``goals/<op>-<gpu>-<date>.json`` per op into ``--out-dir``, again after every
@@ -38,7 +42,7 @@ where it stopped, exit status 143).
 ``scripts/import-gpu-results.py`` copies them into ``results/`` after reading them. Without a GPU it refuses
 unless ``--smoke`` (cpu-mode sizes, torch variants only, nothing into ``results/``).
 
-Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention,decode,norms] [--out-dir out/kernel-goals]
+Usage: python benchmarks/kernel_goals.py [--op gemm,softmax,attention,decode,norms,cute] [--out-dir DIR]
        [--smoke]
 """
 
@@ -329,9 +333,41 @@ def norms_goals(run: GoalRun, gpu: bool) -> None:
     _ratio(goals, "w8a8_vs_bf16_matmul_8192^3", base, _best(recs, kernels), 1.6)
 
 
+CUTE_GOAL, CUTE_SMOKE = {"M": 8192, "N": 8192, "K": 8192}, {"M": 64, "N": 64, "K": 64}
+
+
+def cute_missing() -> str | None:
+    """Return why the CuTe DSL cannot be imported in this Python (not installed on the GPU box?), or None."""
+    import importlib.util
+
+    if importlib.util.find_spec("cutlass") is None:
+        return ("nvidia-cutlass-dsl is not installed in this Python: the CuTe variants cannot run (carry its cp312 "
+                "wheels: ../shared/gpu/fetch-wheels.sh nvidia-cutlass-dsl==4.8.1, then .whl in the run's carry)")
+    return None
+
+
+def cute_goals(run: GoalRun, gpu: bool) -> None:
+    """Time the CuTe DSL Hopper GEMM (``cute_wgmma_tma``) against ``torch.matmul`` at 8192^3 bf16 into ``run``
+    (goal: >= 0.85), beside ``cuda_wgmma_tma``; in smoke mode torch alone at 64^3, as the CuTe kernels run on a GPU
+    only."""
+    shape, dt = (CUTE_GOAL, BF16) if gpu else (CUTE_SMOKE, FP32)
+    goals = run.goals
+    goals.update({"op": "cute", "mode": wb.mode(), "shape": shape, "dtype": str(dt)[6:], "times_ms": {}})
+    why = cute_missing()
+    if why:  # nothing to compare: leave the GPU time to the other steps
+        run.notes.append(why)
+        run.save()
+        return
+    names = ("torch_matmul", "cuda_wgmma_tma", "cute_wgmma_tma")
+    recs = {v: run.time("gemm", v, shape, dt) for v in (names if gpu else names[:1])}
+    goals["times_ms"] = {x: r["time_ms"] for x, r in recs.items() if r}
+    _ratio(goals, "cute_wgmma_tma_bf16_8192^3", recs.get("torch_matmul"), _named(recs, "cute_wgmma_tma"), 0.85)
+    run.save()
+
+
 OPS: dict[str, Callable[[GoalRun, bool], None]] = {
     "gemm": gemm_goals, "softmax": softmax_goals, "attention": attention_goals, "decode": decode_goals,
-    "norms": norms_goals}
+    "norms": norms_goals, "cute": cute_goals}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,11 +10,11 @@
 #   1. smoke (30 s): versions, numba.cuda.is_available(), a cupy bf16 round trip; then one cuda_wgmma_tma GEMM
 #      against torch in its own process under `timeout 60` (an mbarrier wait that never completes cannot hang us);
 #   2. the GPU unit tests that need no notebook wheels (plotly-free), under a budget;
-#   3. the goal measurements: gemm, softmax, attention, decode, norms (benchmarks/kernel_goals.py --op X) and moe
+#   3. the goal measurements: gemm, softmax, attention, decode, norms, cute (benchmarks/kernel_goals.py --op X) and moe
 #      (benchmarks/moe_goals.py), each its own process and timeout; each saves its JSON after every measurement,
 #      so a step stopped by its timeout keeps what it measured;
 #   4. whatever time is left: the notebooks under nbval, if the wheels were carried in .whl/.
-# Knobs: GPU_RUN_BUDGET (s, default 555), STEPS (default "smoke tests gemm softmax attention decode norms moe
+# Knobs: GPU_RUN_BUDGET (s, default 555), STEPS (default "smoke tests gemm softmax attention decode norms cute moe
 # notebooks"), T_<STEP> (a step's cap in s), PYTHON (default python3, or .venv/bin/python when present).
 #
 # Turning the tarball into committed records (results/README.md, "From a GPU run"):
@@ -26,7 +26,7 @@ smoke=0
 [ "${1:-}" = "--smoke" ] && smoke=1
 PYTHON=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 BUDGET=${GPU_RUN_BUDGET:-555}
-STEPS=${STEPS:-smoke tests gemm softmax attention decode norms moe notebooks}
+STEPS=${STEPS:-smoke tests gemm softmax attention decode norms cute moe notebooks}
 RESERVE=12  # seconds kept for the trap: tar, summary
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=${OUT:-$root/out/gpu-run}
@@ -120,13 +120,14 @@ step tests 110 "$PYTHON" -m pytest -q -p no:cacheprovider -o addopts= -rfE --jun
 
 # ---- 3. the goal measurements
 if [ "$smoke" = 1 ]; then  # the dry run: the same scripts at cpu-mode sizes, the four kernel ops in one process
-  ops=$(for o in gemm softmax attention decode norms; do wanted "$o" && printf '%s,' "$o"; done)
+  ops=$(for o in gemm softmax attention decode norms cute; do wanted "$o" && printf '%s,' "$o"; done)
   [ -z "$ops" ] || STEPS="$STEPS kernel_goals" step kernel_goals 120 "$PYTHON" benchmarks/kernel_goals.py --op "$ops" \
     --out-dir "$dir/results" --smoke
   step moe 110 "$PYTHON" benchmarks/moe_goals.py --out-dir "$dir/results" --smoke
 else
-  for op in gemm softmax attention decode norms; do
-    cap=$(case $op in gemm) echo 120 ;; softmax) echo 60 ;; attention) echo 90 ;; decode) echo 90 ;; norms) echo 75 ;; esac)
+  for op in gemm softmax attention decode norms cute; do
+    cap=$(case $op in gemm) echo 120 ;; softmax) echo 60 ;; attention) echo 90 ;; decode) echo 90 ;; norms) echo 75 ;;
+          cute) echo 60 ;; esac)  # cute: the DSL detects the GPU's arch itself (CUTE_DSL_ARCH is for no-GPU compiles)
     step "$op" "$cap" "$PYTHON" benchmarks/kernel_goals.py --op "$op" --out-dir "$dir/results"
   done
   step moe 110 "$PYTHON" benchmarks/moe_goals.py --out-dir "$dir/results"

@@ -14,7 +14,7 @@ import pytest
 import workbench as wb
 from tests.conftest import ROOT, cuda_engine_ready, subprocess_env
 
-BACKENDS = ("torch", "triton", "numba", "cupy", "cuda")
+BACKENDS = ("torch", "triton", "numba", "cupy", "cuda", "cute")
 
 
 def _main(args: list[str]) -> subprocess.CompletedProcess:
@@ -57,12 +57,15 @@ def test_doctor(cli):
     assert re.search(r"^  python\s+" + re.escape(".".join(map(str, sys.version_info[:2]))), out, re.M)
     lines = {}
     for b in BACKENDS:
-        m = re.search(rf"^  {b}\s+(native|emulated|unavailable)\s+(.+)$", out, re.M)
+        m = re.search(rf"^  {b}\s+(native|emulated|compile-only|unavailable)\s+(.+)$", out, re.M)
         assert m, f"no backend line for {b}:\n{out}"
         lines[b] = m.group(1)
     assert lines["torch"] == "native"
     assert lines["triton"] == "emulated" and lines["numba"] == "emulated"
     assert lines["cuda"] in ("emulated", "unavailable")
+    # CuTe DSL: the pinned version, and no emulator: its kernels compile here (for wb.inspect) but do not run
+    assert lines["cute"] == "compile-only"
+    assert re.search(r"^  cute\s+compile-only\s+CuTe DSL 4\.8\.1: no CPU emulator.*sm_90a", out, re.M), out
 
 
 def test_bench_writes_json_and_html(cli):
@@ -134,7 +137,7 @@ def test_backend_status_in_process():
     st = backend_status()
     assert tuple(st) == BACKENDS
     for how, why in st.values():
-        assert how in ("native", "emulated", "unavailable") and why
+        assert how in ("native", "emulated", "compile-only", "unavailable") and why
 
 
 @pytest.mark.parametrize("op", ["", "  "])

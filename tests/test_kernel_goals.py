@@ -190,3 +190,40 @@ def test_checks_reuse_the_goal_shapes_autotune_result():
         assert tuner.best_config == configs[0]
     assert used == [tuner] and set(tuner.cache) == {("goal",)}
     assert "_bench" not in vars(tuner) and "run" not in vars(tuner)
+
+
+# ------------------------------------------------------------------------------------------------ the CuTe goal
+def test_cute_goal_refuses_without_a_gpu_and_smoke_times_torch_alone(tmp_path, capsys):
+    assert kernel_goals.main(["--op", "cute"]) == 2
+    assert "GPU figures only come from a GPU" in capsys.readouterr().err
+    assert kernel_goals.CUTE_GOAL == {"M": 8192, "N": 8192, "K": 8192}
+    assert "``cute_wgmma_tma`` >= 0.85 of ``torch.matmul``" in kernel_goals.__doc__
+    assert kernel_goals.cute_missing() is None  # the DSL is a pinned dependency: importable here
+    assert kernel_goals.main(["--op", "cute", "--smoke", "--out-dir", str(tmp_path)]) == 0
+    (g,) = (tmp_path / "goals").glob("cute-*.json")
+    g = json.loads(g.read_text())
+    assert g["op"] == "cute" and g["mode"] == "cpu" and g["goals"] == {}  # CPU times never make a ratio
+    assert set(g["times_ms"]) == {"torch_matmul"} and g["shape"] == kernel_goals.CUTE_SMOKE
+
+
+def test_cute_goal_notes_a_missing_dsl_and_times_nothing(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cutlass" else real(name, *a))
+    why = kernel_goals.cute_missing()
+    assert why and "nvidia-cutlass-dsl" in why and "fetch-wheels.sh" in why
+
+    class Run:
+        goals: dict = {"goals": {}}
+        notes: list = []
+
+        def time(self, *a, **k):
+            pytest.fail("timed without the DSL")
+
+        def save(self):
+            pass
+
+    run = Run()
+    kernel_goals.cute_goals(run, gpu=True)
+    assert run.notes == [why] and run.goals["goals"] == {}

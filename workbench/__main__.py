@@ -52,7 +52,29 @@ def backend_status() -> dict[str, tuple[str, str]]:
                                      "no warp shuffles"))
         out["cupy"] = ("emulated", "numpy stands in for cupy")
         out["cuda"] = _cpu_engine_status()
+    out["cute"] = cute_status()
     return out
+
+
+def cute_status() -> tuple[str, str]:
+    """Return how CuTe DSL kernels fare here: native on an sm_80+ GPU, else compile-only (no emulator), or why not.
+
+    Reads the installed version only: importing the DSL (about a second) is left to the first compile.
+    """
+    from workbench.versions import _dist
+
+    ver = _dist("nvidia-cutlass-dsl")
+    if not ver:
+        return "unavailable", "nvidia-cutlass-dsl is not installed: pip install nvidia-cutlass-dsl==4.8.1"
+    if MODE == "gpu":
+        import torch
+
+        major, minor = torch.cuda.get_device_capability()
+        if major >= 8:
+            return "native", f"CuTe DSL {ver}: kernels compile for sm_{major}{minor} and run on this GPU"
+        return "unavailable", f"CuTe DSL {ver} needs an sm_80+ GPU; this one is sm_{major}{minor}"
+    return "compile-only", (f"CuTe DSL {ver}: no CPU emulator, so its kernels do not run here; they compile for "
+                            "sm_90a (wb.inspect reads them)")
 
 
 def _cpu_engine_status() -> tuple[str, str]:
@@ -89,7 +111,7 @@ def doctor() -> str:
     lines.append(f"triton guard: {'ok' if ok else 'PROBLEM'}: {line}")
     lines.append("backends:")
     for b, (how, why) in backend_status().items():
-        lines.append(f"  {b:<7} {how:<11} {why}")
+        lines.append(f"  {b:<7} {how:<12} {why}")
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import functools
 import importlib
+import importlib.util
 import inspect as _inspect
 import numbers
 from collections.abc import Callable, Sequence
@@ -125,6 +126,9 @@ class Op:
     specials: tuple[str, ...] = ()
     # One shape past 2^16 elements (index width) for an op cheap enough to emulate at it: run once per check.
     wide_shape: dict | None = None
+    # True for an op whose variants run on the ranks of a process group (all_reduce, ...): make returns each rank's
+    # inputs, reference each rank's expected output, and wb.check runs it through workbench.comm_check.
+    distributed: bool = False
 
     def __post_init__(self) -> None:
         raw = self.bytes
@@ -331,10 +335,8 @@ class Variant:
 
     def why_not_here(self, dtype: torch.dtype | str | None = None, shape: dict | None = None) -> str | None:
         """Return why this variant cannot run here with ``dtype``/``shape``, or None if it can."""
-        if self.gpu_only and MODE != "gpu" and self.backend == "cute":
-            return (f"{self.op}/{self.name}: CuTe DSL kernels need an NVIDIA GPU to run (the DSL has no CPU "
-                    "emulator); here it compiles for sm_90a: read its PTX, SASS and registers with "
-                    "workbench.inspect(...)")
+        if self.backend == "cute" and (why := _cute_problem(self)):
+            return why
         if self.gpu_only and MODE != "gpu":
             note = f" ({self.gpu_note})" if self.gpu_note else ""
             return (f"{self.op}/{self.name} is GPU-only{note}; this is cpu mode. "
@@ -394,6 +396,22 @@ def _aligned(t: Any, nbytes: int) -> Any:
     if isinstance(t, torch.Tensor) and t.numel() and t.data_ptr() % nbytes:
         return t.clone()
     return t
+
+
+def _cute_problem(v: Variant) -> str | None:
+    """Return why a CuTe DSL variant cannot run here (no GPU: it only compiles; no DSL installed), or None."""
+    if MODE != "gpu":
+        return (f"{v.op}/{v.name}: CuTe DSL kernels need an NVIDIA GPU to run (the DSL has no CPU emulator); here "
+                "it compiles for sm_90a: read its PTX, SASS and registers with workbench.inspect(...)")
+    if not _has_cute():
+        return f"{v.op}/{v.name}: the CuTe DSL is not installed in this Python: pip install nvidia-cutlass-dsl==4.8.1"
+    return None
+
+
+@functools.cache
+def _has_cute() -> bool:
+    """Return True when the CuTe DSL (``cutlass``) is importable in this Python (looked up once, not imported)."""
+    return importlib.util.find_spec("cutlass") is not None
 
 
 @functools.cache
@@ -555,5 +573,9 @@ def make_inputs(op: str, *, dtype: torch.dtype | str | None = None, seed: int = 
         raise
     except (RuntimeError, ValueError, IndexError) as e:  # sizes the contract cannot take (top_k > E, ...)
         raise OpError(f"make_inputs({op!r}): cannot make inputs for {shape}: {type(e).__name__}: {e}") from e
+    if spec.distributed:  # one tuple of inputs per rank
+        for rank_inputs in inputs:
+            spec.validate(*rank_inputs, **kw)
+        return inputs
     spec.validate(*inputs, **kw)  # the contract's own checks (E >= 1, top_k <= E, ...), as every variant runs them
     return inputs
