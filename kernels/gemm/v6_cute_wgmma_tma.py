@@ -28,7 +28,7 @@ STAGES = 4  # shared-memory ring: 4 x (128x64 + 256x64) x 2 bytes = 196,608 byte
 WARPGROUPS = 2  # each computes a 64x256 half of the block tile
 THREADS = 128 * WARPGROUPS
 GROUP_M = 8  # tile-rows per raster group (L2 reuse)
-SMEM = STAGES * (BM * BK + BN * BK) * 2 + 2 * 1024  # + the mbarriers and 1 KiB alignment of each buffer
+SMEM = 1024 + STAGES * (BM * BK + BN * BK) * 2  # 8 mbarriers, padded to the tiles' 1 KiB alignment: 197,632
 
 
 def _host() -> Any:
@@ -152,11 +152,12 @@ def _host() -> Any:
             sa: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sa_layout)], 1024]
             sb: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sb_layout)], 1024]
 
+        if cutlass.const_expr(Storage.size_in_bytes() != SMEM):  # wb.inspect reports SMEM: it must be the launch's
+            raise AssertionError(f"cute_wgmma_tma: shared storage is {Storage.size_in_bytes()} bytes, SMEM says {SMEM}")
         m, n = c.shape
         tiles = ((m + BM - 1) // BM) * ((n + BN - 1) // BN)
         wgmma_kernel(ta.atom, ta.tma_tensor, tb.atom, tb.tma_tensor, c, tiled_mma, sa_layout, sb_layout,
-                     Storage).launch(grid=(tiles, 1, 1), block=[THREADS, 1, 1], smem=Storage.size_in_bytes(),
-                                     stream=stream)
+                     Storage).launch(grid=(tiles, 1, 1), block=[THREADS, 1, 1], smem=SMEM, stream=stream)
 
     return host
 
