@@ -105,7 +105,9 @@ def test_launch_arguments_trace_on_cpu_tensors(name):
         args = mod.cute_args(a, b, c)
         assert all(str(t.element_type) == "BFloat16" for t in args)
         assert "(?,?)" in str(args[0])  # runtime shape: the compiled kernel serves every M, N, K
-    fn = cute.compile(mod._host(), *args, _cute.fake_stream())
+    import cuda.bindings.driver as cuda
+
+    fn = cute.compile(mod._host(), *args, cuda.CUstream(0))  # the stream type a launch passes (torch's stream)
     assert fn is not None
 
 
@@ -119,3 +121,16 @@ def test_checks_on_a_gpu(name):
         shapes += [{"M": 17, "N": 33, "K": 9}, {"M": 127, "N": 65, "K": 129}]
     r = wb.check(v, shapes=shapes, seeds=(0,))
     assert r.ok, r.summary()
+
+
+def test_on_a_gpu_without_the_dsl_the_variant_says_how_to_install_it(monkeypatch):
+    from workbench import registry
+
+    monkeypatch.setattr(registry, "MODE", "gpu")
+    monkeypatch.setattr(registry, "_has_cute", lambda: False)
+    why = wb.variant("gemm", "cute_simt").why_not_here("float32", {"M": 8, "N": 8, "K": 8})
+    assert why == ("gemm/cute_simt: the CuTe DSL is not installed in this Python: "
+                   "pip install nvidia-cutlass-dsl==4.8.1")
+    monkeypatch.setattr(registry, "_has_cute", lambda: True)
+    assert wb.variant("gemm", "cute_simt").why_not_here("float32", {"M": 8, "N": 8, "K": 8}) is None
+    assert "multiples of 8" in wb.variant("gemm", "cute_wgmma_tma").why_not_here("bfloat16", {"M": 8, "N": 8, "K": 9})

@@ -48,6 +48,8 @@ def _tile_loader() -> Any:
 def _host() -> Any:
     """Return the ``@cute.jit`` host function (traced once per compile; the DSL is imported on first use)."""
     cutlass, cute = _cute.import_cute()
+    import cuda.bindings.driver as cuda
+
     load_tile = _tile_loader()
 
     @cute.kernel
@@ -85,7 +87,7 @@ def _host() -> Any:
                         gc[gm, gn] = acc[i, j].to(gc.element_type)
 
     @cute.jit
-    def host(ga: cute.Tensor, gb: cute.Tensor, gc: cute.Tensor, stream: Any) -> None:
+    def host(ga: cute.Tensor, gb: cute.Tensor, gc: cute.Tensor, stream: cuda.CUstream) -> None:
         m, n = gc.shape
         grid = ((n + BN - 1) // BN, (m + BM - 1) // BM, 1)
         simt_kernel(ga, gb, gc).launch(grid=grid, block=[THREADS, 1, 1], smem=SMEM, stream=stream)

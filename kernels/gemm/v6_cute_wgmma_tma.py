@@ -34,6 +34,7 @@ SMEM = 1024 + STAGES * (BM * BK + BN * BK) * 2  # 8 mbarriers, padded to the til
 def _host() -> Any:
     """Return the ``@cute.jit`` host function (the DSL is imported on first use)."""
     cutlass, cute = _cute.import_cute()
+    import cuda.bindings.driver as cuda
     import cutlass.pipeline as pipeline
     import cutlass.utils.hopper_helpers as sm90
     from cutlass.tensor_utils import LayoutEnum
@@ -133,7 +134,7 @@ def _host() -> Any:
                 tgc[i] = acc[i].to(mc.element_type)
 
     @cute.jit
-    def host(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream: Any) -> None:
+    def host(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream: cuda.CUstream) -> None:
         """Launch c[M, N] = a[M, K] @ b viewed as (N, K) (N-major), on ``stream``."""
         dt = a.element_type
         a_major, b_major = LayoutEnum.from_tensor(a), LayoutEnum.from_tensor(b)
