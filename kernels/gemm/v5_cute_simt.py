@@ -90,7 +90,7 @@ def _host() -> Any:
     def host(ga: cute.Tensor, gb: cute.Tensor, gc: cute.Tensor, stream: cuda.CUstream) -> None:
         m, n = gc.shape
         grid = ((n + BN - 1) // BN, (m + BM - 1) // BM, 1)
-        simt_kernel(ga, gb, gc).launch(grid=grid, block=[THREADS, 1, 1], smem=SMEM, stream=stream)
+        simt_kernel(ga, gb, gc).launch(grid=grid, block=[THREADS, 1, 1], stream=stream)
 
     return host
 
