@@ -346,9 +346,57 @@ def fusion_bytes_saved(M: int, N: int, dtype: str, unit: str = "MB") -> Napkin: 
                    f"fused: read x, r, w and write s, y (4 x {M}*{N} + {N}): {fmt(b['fused'])} B",
                    f"saved: the re-read of s, {M}*{N}*{e} B = {fmt(b['saved'])} B"))
 
+
+# ----------------------------------------------------------------------------------------------- communication
+
+
+def comm_busbw(op: str, size_mb: float, ms: float, world: int) -> Napkin:
+    """busbw (GB/s) nccl-tests reports for a collective of ``size_mb`` MB (1e6 B) taking ``ms`` on ``world`` ranks."""
+    from workbench import comm_model
+
+    f = comm_model.bus_factor(op, world)
+    alg = comm_model.algbw(size_mb * 1e6, ms * 1e-3)
+    return Napkin(alg * f, "GB/s", (f"algbw = S / t = {fmt(size_mb * 1e6)} B / {fmt(ms)} ms = {fmt(alg)} GB/s",
+                                    f"{op}'s factor at n = {world}: {fmt(f)} (nccl-tests: 2(n-1)/n for all_reduce, "
+                                    "(n-1)/n for reduce_scatter, all_gather, all_to_all)",
+                                    f"busbw = {fmt(alg)} * {fmt(f)}"))
+
+
+def grad_allreduce_time(params_b: float, dtype: str, world: int, link: str) -> Napkin:
+    """Milliseconds of a ring all-reduce of a model's gradients on ``world`` GPUs (the alpha-beta model)."""
+    from workbench import comm_model
+
+    e = _elem(dtype)
+    spec = hardware.get_link(link)
+    m = comm_model.grad_sync_model(params_b, world, link, dtype_bytes=e)
+    return Napkin(m.seconds * 1e3, "ms", (
+        f"gradients: {params_b:g}e9 * {e} B = {fmt(m.nbytes)} B per GPU",
+        f"ring: 2(n-1) = {m.steps} steps of S/n; each GPU sends 2(n-1)/n * S = {fmt(m.step_bytes)} B",
+        f"at {fmt(spec.bandwidth_gbs)} GB/s per direction: {fmt(m.beta_s * 1e3)} ms",
+        f"plus {m.steps} * {fmt(spec.latency_us)} us of step latency (assumed) = {fmt(m.alpha_s * 1e3)} ms"),
+        {"link_name": spec.name, "bandwidth_gbs": fmt(spec.bandwidth_gbs)})
+
+
+def tp_crossover(tp: int, device: str, link: str, dtype: str) -> Napkin:
+    """Hidden size below which a TP MLP's all-reduce outlasts its down-projection GEMM (many tokens, peaks)."""
+    from workbench import comm_model
+
+    d, spec = _device(device), hardware.get_link(link)
+    f = hardware.peak_tflops(d, dtype)
+    h = comm_model.tp_crossover_hidden(tp, device, link, dtype=dtype)
+    e = _elem(dtype)
+    return Napkin(h, "features", (
+        f"all-reduce of [T, h] in {dtype}: 2(tp-1)/tp * T*h*{e} B / {fmt(spec.bandwidth_gbs)} GB/s",
+        f"down projection per GPU: 2 * T * (4h/tp) * h FLOPs / {fmt(f)} TFLOP/s",
+        f"equal when h = (tp-1) * {e} * F / (4 * B) = {tp - 1} * {e} * {fmt(f)}e12 / "
+        f"(4 * {fmt(spec.bandwidth_gbs)}e9)"),
+        {"bf16_tflops": fmt(f), "device_name": d.name, "link_name": spec.name,
+         "bandwidth_gbs": fmt(spec.bandwidth_gbs)})
+
+
 FUNCTIONS = {f.__name__: f for f in (
     op_bytes, op_intensity, ridge, time_at_bandwidth, roofline_time, op_tflop, smem_per_stage, occupancy,
     blocks_per_sm, bank_conflict_ways, sectors_per_warp_load, waves, gemm_tile_intensity, kv_cache,
     attention_scores_bytes, weights_read_time, padded_rows_bound, block_scale_overhead, splitk_workspace,
     fp8_gemm_speedup, softmax_passes_time, e4m3_step_at, kv_bytes_per_token, kv_tokens_fit, splits_to_fill,
-    fusion_bytes_saved)}
+    fusion_bytes_saved, comm_busbw, grad_allreduce_time, tp_crossover)}
