@@ -8,6 +8,9 @@ import workbench  # noqa: F401  (decides cpu/gpu mode before any numba/triton im
 
 from . import (  # noqa: F401,E402,E501
     add_rmsnorm,
+    all_gather,
+    all_reduce,
+    all_to_all,
     attention,
     attention_bwd,
     decode_attention,
@@ -23,6 +26,7 @@ from . import (  # noqa: F401,E402,E501
     moe_align,
     moe_fp8,
     moe_topk,
+    reduce_scatter,
     rmsnorm,
     rope,
     softmax,

@@ -173,7 +173,8 @@ DIAGNOSES = {
 }
 # Diagnoses of a whole run (not of a pattern of wrong elements), most telling first: a report shows the first found.
 RUN_DIAGNOSES = ("tampered", "out_of_bounds", "race", "divergent_barrier", "uninitialized", "mutated_input",
-                 "timeout", "nondeterministic", "outside_backend", "error", "bad_output", "nondeterministic_bits",
+                 "deadlock", "timeout", "nondeterministic", "outside_backend", "error", "bad_output",
+                 "nondeterministic_bits",
                  "batch_variant")
 #: The per-case time limit of a plain (not registered) function, in seconds; ``WORKBENCH_CASE_TIME_LIMIT`` sets it.
 DEFAULT_TIME_LIMIT_S = 60.0
@@ -586,6 +587,11 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
             raise TypeError(f"check: expected a Variant or a callable, got {type(fn).__name__}")
         name = getattr(fn, "__name__", "fn")
     spec = get_op(op)
+    if spec.distributed:  # all_reduce, ...: run on ranks of a process group (workbench/comm_check.py)
+        from workbench.comm_check import check_distributed
+
+        return check_distributed(fn, spec, name, shapes=shapes, dtypes=dtypes, seeds=seeds, quick=quick,
+                                 time_limit=time_limit, seed=seed, probes=probes, raise_on_fail=raise_on_fail)
     if not isinstance(fn, Variant):
         why = _signature_error(fn, spec)
         if why:

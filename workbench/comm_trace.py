@@ -10,8 +10,9 @@ thin wrappers, so code written with plain ``torch.distributed`` is traced withou
 * applies the job's :class:`Faults`:
 
   - ``late``: an ``irecv``'s data lands in the caller's tensor only at ``wait()`` (the tensor is scribbled over
-    when the receive is posted), and an ``isend`` reads its buffer only at this rank's next communication call or
-    ``wait()``. A transport may do either, so code that reads a receive buffer before ``wait()``, or writes a send
+    when the receive is posted), and an ``isend`` reads its buffer only when this rank next blocks (a ``wait()``,
+    a blocking send or receive, a collective): as late as a transport can without deadlocking.
+    ``late_sends`` / ``late_recvs`` apply one half; ``snapshot_sends`` reads each isend's buffer at the call. A transport may do either, so code that reads a receive buffer before ``wait()``, or writes a send
     buffer before it, is wrong every time instead of once in a while.
   - ``rendezvous``: a blocking ``send`` (and an ``isend``'s ``wait()``) returns only once the peer has posted the
     matching receive. gloo copies small messages into a buffer and returns at once, which hides a send/recv order
@@ -54,10 +55,22 @@ class Faults:
 
     late: bool = False
     rendezvous: bool = False
+    late_sends: bool = False
+    late_recvs: bool = False
+    recv_fill: float = float("nan")
+    snapshot_sends: bool = False
     delay_s: float = 0.0
     delay_messages: tuple[int, ...] = ()
     delay_to: tuple[int, ...] = ()
     reorder: bool = False
+
+    @property
+    def defer_sends(self) -> bool:
+        return self.late or self.late_sends
+
+    @property
+    def land_at_wait(self) -> bool:
+        return self.late or self.late_recvs
 
     def __post_init__(self) -> None:
         if self.delay_s < 0:
@@ -69,8 +82,9 @@ class Faults:
 
     def describe(self) -> str:
         """Return the plan in a few words ("late, rendezvous")."""
-        words = [w for w, on in (("late", self.late), ("rendezvous", self.rendezvous), ("reorder", self.reorder))
-                 if on]
+        words = [w for w, on in (("late", self.late), ("late sends", self.late_sends and not self.late),
+                                 ("receives land at wait()", self.late_recvs and not self.late),
+                                 ("rendezvous", self.rendezvous), ("reorder", self.reorder)) if on]
         if self.delay_messages:
             words.append(f"send #{','.join(map(str, self.delay_messages))} delayed {self.delay_s:g} s")
         if self.delay_to:
@@ -104,10 +118,10 @@ def nbytes(t: Any) -> int:
     return 0
 
 
-def scribble_(t: torch.Tensor) -> None:
-    """Overwrite a receive buffer with garbage (NaN, or -1 for integers) until the message lands."""
+def scribble_(t: torch.Tensor, fill: float = float("nan")) -> None:
+    """Overwrite a receive buffer with ``fill`` (NaN by default; -1 for integers) until the message lands."""
     if t.is_floating_point() or t.is_complex():
-        t.fill_(float("nan"))
+        t.fill_(fill)
     elif t.dtype == torch.bool:
         t.fill_(True)
     else:
@@ -289,15 +303,16 @@ class Tracer:
     def isend(self, tensor: torch.Tensor, dst: int | None = None, group: Any = None, tag: int = 0,
               **kw: Any) -> _Send:
         dst = _peer(dst, kw, "group_dst", group)
-        self.flush()
         seq = self._sent.get(dst, 0)
         self._sent[dst] = seq + 1
+        if self.faults.snapshot_sends and not self.faults.defer_sends:
+            tensor = tensor.clone()  # the buffer is read now, whatever the caller does with it afterwards
         h = _Send(self, tensor, dst, group, tag, seq)
         h.seq_global = self._n_sends
         self._n_sends += 1
         self._handles.append(h)
         with self.call("isend", dst, h.size, f"isend(to {dst}, {h.size} B)"):
-            if self.faults.late:
+            if self.faults.defer_sends:
                 self._pending.append(h)
             else:
                 self.delay(h.seq_global, dst)
@@ -319,13 +334,12 @@ class Tracer:
     def irecv(self, tensor: torch.Tensor, src: int | None = None, group: Any = None, tag: int = 0,
               **kw: Any) -> _Handle:
         src = _peer(src, kw, "group_src", group)
-        self.flush()
         size = nbytes(tensor)
         with self.call("irecv", src, size, f"irecv(from {src}, {size} B)"):
-            if self.faults.late:
+            if self.faults.land_at_wait:
                 buf = torch.empty_like(tensor)
                 work = self.orig["irecv"](buf, src, group, tag)
-                scribble_(tensor)
+                scribble_(tensor, self.faults.recv_fill)
                 h: _Handle = _LateRecv(self, tensor, src, work, buf)
             else:
                 h = _Handle(self, "irecv", src, size)

@@ -1,0 +1,3 @@
+"""all_reduce: every rank ends with the sum of every rank's vector (contract in reference.py)."""
+
+from . import reference  # noqa: F401
