@@ -118,3 +118,17 @@ def test_napkin_7b_gradients_and_tp_crossover():
     assert below["ratio"] > 1 > above["ratio"]
     with pytest.raises(ValueError, match="tp must be an int >= 2"):
         cm.tp_allreduce_vs_gemm(16, 1024, 1)
+
+
+def test_ring_attention_model_overlap_and_causal_imbalance():
+    blocking = cm.ring_attention_events(32768, 32, 128, 8, overlapped=False)
+    overlapped = cm.ring_attention_events(32768, 32, 128, 8, overlapped=True)
+    end = lambda ev: max(e["t_end"] for e in ev)  # noqa: E731
+    assert end(overlapped) < end(blocking)
+    compute = [sum(e["t_end"] - e["t_start"] for e in overlapped if e["rank"] == r and e["op"] == "compute")
+               for r in range(8)]
+    assert compute[7] == pytest.approx(compute[0] * 15)  # rank 0: half a block; rank 7: 7 full + half
+    sends = [e for e in blocking if e["op"] == "send" and e["rank"] == 3]
+    assert len(sends) == 7 and all(e["peer"] == 4 for e in sends)
+    with pytest.raises(ValueError, match="equal shards"):
+        cm.ring_attention_events(100, 1, 8, 3)

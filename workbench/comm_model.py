@@ -16,8 +16,9 @@ reduction out, as NCCL fuses it into the copy). The algorithms, for ``n`` ranks 
   ``S`` through rank 0's one link, one after another.
 * ``ring``: reduce-scatter then all-gather around the ring, ``2(n-1)`` steps of ``S/n``: every link busy every step,
   ``t -> 2(n-1)/n * S / B`` for large ``S``, hence all_reduce's busbw factor.
-* ``halving_doubling`` (recursive halving-doubling, Rabenseifner): reduce-scatter by exchanging halves with partners at distance
-  ``n/2, n/4, ...`` (``S/2, S/4, ..., S/n``), then all-gather doubling back: the ring's bytes in ``2 log2 n`` steps.
+* ``halving_doubling`` (recursive halving-doubling, Rabenseifner): reduce-scatter by exchanging halves with
+  partners at distance ``n/2, n/4, ...`` (``S/2, S/4, ..., S/n``), then all-gather doubling back: the ring's bytes
+  in ``2 log2 n`` steps.
   A world that is not a power of two first folds its extra ranks into partners (one step of ``S``) and returns the
   result to them at the end (one more).
 * ``ring_pipelined``: the ring with each step's ``S/n`` cut in ``chunks`` pieces, so that a piece is reduced while the
@@ -51,6 +52,7 @@ __all__ = [
     "fit_alpha_beta",
     "grad_sync_model",
     "model_events",
+    "ring_attention_events",
     "schedule",
     "tp_allreduce_vs_gemm",
     "tp_crossover_hidden",
@@ -326,3 +328,48 @@ def tp_crossover_hidden(tp: int, device: str = "H200", link: str = "nvlink4", *,
     f = hardware.peak_tflops(device, dtype) * 1e12
     b = hardware.get_link(link).bandwidth_gbs * 1e9
     return (tp - 1) * e * f / (ffn_mult * b)
+
+
+def ring_attention_events(seq: int, heads: int, head_dim: int, world: int, *, causal: bool = True,
+                          overlapped: bool = True, device: str = "H200", link: str = "nvlink4",
+                          dtype: str = "bfloat16", batch: int = 1) -> list[dict[str, Any]]:
+    """Return the model's timeline of ring attention over ``seq`` tokens on ``world`` GPUs (contiguous shards).
+
+    A block's attention costs ``4 B H S^2 D`` FLOPs at the device's dense peak (half on the causal diagonal, none
+    for a block that is fully masked), its K/V transfer ``alpha + 2 B H S D e / B_link``. Blocking: each step is
+    compute, then transfer; overlapped: the transfer runs during the compute and the rank waits only for what is
+    left of it. Events as in :func:`model_events` (ops compute, send, recv, wait).
+    """
+    n = _world(world, "ring_attention_events")
+    if seq % n:
+        raise ValueError(f"ring_attention_events: seq = {seq} must split into {n} equal shards")
+    s = seq // n
+    e = 2 if dtype in ("bfloat16", "float16") else 4
+    spec = hardware.get_link(link)
+    flops_block = 4.0 * batch * heads * s * s * head_dim
+    t_full = flops_block / (hardware.peak_tflops(device, dtype) * 1e12)
+    t_xfer = spec.latency_us * 1e-6 + 2 * batch * heads * s * head_dim * e / (spec.bandwidth_gbs * 1e9)
+    events: list[dict[str, Any]] = []
+    for rank in range(n):
+        t = 0.0
+        for step in range(n):
+            src = (rank - step) % n
+            frac = 1.0 if not causal or src < rank else (0.5 if src == rank else 0.0)
+            comp = t_full * frac
+            nbytes = 2 * batch * heads * s * head_dim * e
+            xfer = step < n - 1
+            if comp:
+                events.append(dict(rank=rank, op="compute", peer=None, bytes=0, t_start=t, t_end=t + comp,
+                                   note=f"block of rank {src}"))
+            if not xfer:
+                t += comp
+                continue
+            start = t if overlapped else t + comp
+            for op, peer in (("send", (rank + 1) % n), ("recv", (rank - 1) % n)):
+                events.append(dict(rank=rank, op=op, peer=peer, bytes=nbytes, t_start=start, t_end=start + t_xfer))
+            end = max(t + comp, start + t_xfer)
+            if overlapped and end > t + comp:
+                events.append(dict(rank=rank, op="wait", peer=(rank - 1) % n, bytes=nbytes, t_start=t + comp,
+                                   t_end=end))
+            t = end
+    return events
