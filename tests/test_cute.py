@@ -237,3 +237,46 @@ def test_workbench_import_does_not_import_cutlass():
         names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
         names += [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
         assert not any(x.split(".")[0] == "cutlass" for x in names), f"{path.name} imports cutlass at import time"
+
+
+# ----------------------------------------------------------------------------------------- the exercises' references
+def test_exercise_references_agree_with_cute():
+    from workbench.cute import refs
+
+    shape, stride = (4, (2, 4)), (8, (1, 2))
+    flat = cute.evaluate(Layout(shape, stride))
+    assert [refs.layout_index((4, 2, 4), (8, 1, 2), i) for i in range(32)] == flat
+    part, first = cute.local_partition(Layout((8, 16), (16, 1)), Layout((2, 4), (4, 1)), 5)
+    assert refs.partition_offsets(8, 16, 2, 4, 5) == [first + o for o in cute.evaluate(part)]
+    tv = cute.mma_tv("sm80_16x8x16").tv_c
+    assert tv.mode(0) == refs.MMA_C.mode(0) and tv.mode(1).size == 4
+    offs = cute.evaluate(tv)
+    assert all(refs.mma_c_coord(t, v) == (offs[t + 32 * v] % 16, offs[t + 32 * v] // 16)
+               for t in range(32) for v in range(4))
+    for row_bytes in (16, 32, 64, 128):  # the chosen swizzle is conflict-free and keeps chunks in their row
+        b, m, s = refs.conflict_free_swizzle(row_bytes)
+        tile = SwizzledLayout(Swizzle(b, m, s), Layout((32, row_bytes), (row_bytes, 1)))
+        req = cute.request(tile, [(r, 0) for r in range(32)], itemsize=1)
+        assert cute.bank_count(req).conflicts == 0, row_bytes
+        assert all(tile(r, c) // row_bytes == r for r in range(32) for c in range(row_bytes))
+
+
+@pytest.mark.parametrize("drill_id", ["cute-ex-layout-index", "cute-ex-swizzle-choice", "cute-ex-local-partition",
+                                      "cute-ex-read-tv"])
+def test_exercises_pass_the_reference_and_name_each_classic_mistake(drill_id, tmp_path, monkeypatch):
+    import workbench as wb
+    from workbench.practice import concept_refs
+
+    monkeypatch.setenv("WORKBENCH_HOME", str(tmp_path))
+    d = wb.drill(drill_id)
+    ref = concept_refs.get(d.ref)
+    assert d.submit(ref.fn).passed
+    assert len(ref.wrong) >= 1
+    for name, wrong, _ in ref.wrong:
+        verdict = cute.try_answer(drill_id, wrong)  # records nothing, shows no model answer
+        assert f"This is {name}:" in verdict and "model answer" not in verdict, (drill_id, name)
+        r = wb.drill(drill_id).submit(wrong)
+        assert not r.passed and f"This is {name}:" in str(r.feedback), (drill_id, name)
+    # a wrong answer that is not one of the classic ones is rejected without a name
+    assert "This is" not in cute.try_answer(drill_id, lambda *a: -1) and "Not yet" in cute.try_answer(
+        drill_id, lambda *a: -1)

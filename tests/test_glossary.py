@@ -45,7 +45,7 @@ JARGON: dict[str, str] = {
     "DRAM": CS.format(r"\bDRAM\b"),
     "global memory": r"\bglobal memory\b",
     "sector": r"\bsectors?\b",
-    "coalescing": r"\b(?:un)?coalesc\w*",
+    "coalescing": r"(?<!`)\b(?:un)?coalesc\w*",  # not CuTe's `coalesce` of a layout (09), a code span
     "bank conflict": r"\bbank[- ]conflicts?\b|\bbank-conflict-free\b|\bbanks?\b",
     "vectorized load": r"\bvectori[sz]ed\b|\bfloat4\b",
     "atomic": r"\batomics?\b",
@@ -87,6 +87,12 @@ JARGON: dict[str, str] = {
     "setmaxnreg": r"\bsetmaxnreg\b",
     "thread block cluster": r"\bclusters?\b|\bmulticast\b",
     "compute capability": r"\bcompute capability\b|\bsm_\d+a?\b",
+    # CuTe
+    "CuTe": r"\bCuTe\b",
+    "atom": r"\batoms?\b",
+    "TV layout": r"\bTV layouts?\b|\bthread-value layouts?\b",
+    "TiledMMA": r"\bTiledMMAs?\b",
+    "TiledCopy": r"\bTiledCop(?:y|ies)\b",
     # SASS and PTX
     "SASS": CS.format(r"\bSASS\b"),
     "PTX": CS.format(r"\bPTX\b"),

@@ -59,6 +59,7 @@ NOTEBOOKS: dict[str, dict[str, tuple[str, ...]]] = {
     "07-norms-and-numerics": {"layernorm": ("layernorm", "welford"), "layernorm_bwd": ("backward",),
                               "add_rmsnorm": ("add+rmsnorm", "fusion"), "rope": ("rope",),
                               "gemm_w8a8": ("int8", "quantization"), "gemm_mxfp4": ("mxfp4",)},
+    "09-cute-layouts": {},  # no op of its own (layouts serve every GEMM); wb.where("gemm") finds its GEMM section
 }
 
 

@@ -25,8 +25,8 @@ from workbench.cute.algebra import Layout, LayoutError, Swizzle, SwizzledLayout
 __all__ = ["BankCount", "Layout", "LayoutError", "Swizzle", "SwizzledLayout", "TiledMMA", "algebra", "bank_count",
            "bank_picture", "blocked_product", "coalesce", "complement", "composition", "cp_async", "evaluate",
            "evaluate_many", "ldmatrix", "layout_picture", "local_partition", "local_tile", "logical_divide",
-           "logical_product", "make_layout", "mma_tv", "raked_product", "swizzle", "table", "tv_picture",
-           "wgmma_read", "zipped_divide"]
+           "logical_product", "make_layout", "mma_tv", "raked_product", "request", "swizzle", "table", "try_answer",
+           "tv_picture", "wgmma_read", "zipped_divide"]
 
 AnyLayout = Layout | SwizzledLayout
 
@@ -293,6 +293,29 @@ def mma_tv(atom: str = "sm80_16x8x16", atom_layout: tuple[int, int, int] = (1, 1
         raise LayoutError(f"wb.cute.mma_tv({atom!r}): CuTe rejected it: {str(e).strip().splitlines()[:3]}") from e
 
 
+# ------------------------------------------------------------------------------------------ the exercises
+def try_answer(drill_id: str, fn: Any) -> str:
+    """Return the verdict of a CuTe exercise on ``fn`` without recording an attempt or showing the model answer.
+
+    ``d.submit(fn)`` is the recorded attempt (``wb.progress()`` counts it), and a failed one shows the model answer;
+    this gives only the check's verdict: the first input where ``fn`` differs, and the classic mistake it makes.
+    """
+    from workbench.practice import drill
+
+    d = drill(drill_id)
+    if getattr(d, "form", None) != "code":
+        raise LayoutError(f"wb.cute.try_answer: {drill_id!r} is not a concept-as-code drill (a function to write)")
+    return d._grade_code(fn).feedback
+
+
 # ------------------------------------------------------------------------------------------ pictures and banks
-from workbench.cute.banks import BankCount, bank_count, bank_picture, cp_async, ldmatrix, wgmma_read  # noqa: E402
+from workbench.cute.banks import (  # noqa: E402
+    BankCount,
+    bank_count,
+    bank_picture,
+    cp_async,
+    ldmatrix,
+    request,
+    wgmma_read,
+)
 from workbench.cute.pictures import layout_picture, tv_picture  # noqa: E402

@@ -347,6 +347,54 @@ def fusion_bytes_saved(M: int, N: int, dtype: str, unit: str = "MB") -> Napkin: 
                    f"saved: the re-read of s, {M}*{N}*{e} B = {fmt(b['saved'])} B"))
 
 
+# ----------------------------------------------------------------------------------------------- CuTe layouts
+
+
+def layout_offset(shape: list, stride: list, coord: list) -> Napkin:
+    """Offset of a coordinate in a flat CuTe layout shape:stride: the coordinate's dot product with the stride."""
+    terms = [f"{c}*{d}" for c, d in zip(coord, stride, strict=True)]
+    v = sum(c * d for c, d in zip(coord, stride, strict=True))
+    sh = ",".join(map(str, shape))
+    st = ",".join(map(str, stride))
+    layout, at = f"({sh}):({st})", f"({','.join(map(str, coord))})"
+    return Napkin(v, "elements", (f"layout {layout}, coordinate {at}", f"offset = {' + '.join(terms)} = {v}"),
+                  {"layout": layout, "at": at})
+
+
+def smem_column_read(row_bytes: int, lanes: int, swizzle: str, count: str = "wavefronts") -> Napkin:
+    """Wavefronts (or bank conflicts) of lanes 0..lanes-1 each reading the 16-byte chunk 0 of row r = lane.
+
+    ``swizzle``: "none" or "B,M,S" applied to byte offsets (CuTe's Swizzle<B,M,S>). Counted by wb.profile's
+    32-bank model (workbench.access_picture.Request): 16-byte accesses go 8 lanes per phase.
+    """
+    from workbench.access_picture import LaneAccess, Request
+    from workbench.cute.algebra import Swizzle
+
+    sw = None if swizzle == "none" else Swizzle(*(int(x) for x in swizzle.split(",")))
+    addrs = [sw(r * row_bytes) if sw else r * row_bytes for r in range(lanes)]
+    req = Request(0, 0, "shared", "load", None, "", [LaneAccess(0, t, (t, 0, 0), "smem", a, a, 16)
+                                                       for t, a in enumerate(addrs)])
+    phases = len(req.bank_phases())
+    banks = [f"{(a // 4) % 32}-{(a // 4) % 32 + 3}" for a in addrs[:8]]
+    steps = [f"16-byte reads go 8 lanes per phase: {lanes} lanes = {phases} phase{'s' if phases != 1 else ''}",
+             f"lane r reads bytes {'swizzled ' if sw else ''}r*{row_bytes}"
+             + (f" with Swizzle<{swizzle}>" if sw else "") + f": the first 8 lanes hit banks "
+             f"{', '.join(banks)}",
+             f"a phase takes as many wavefronts as the most distinct words one bank holds: {req.wavefronts} "
+             f"wavefronts in all, {req.bank_conflicts} beyond one per phase"]
+    given = {"last_row": lanes - 1, "pad_bytes": row_bytes - 128}
+    if count == "conflicts":
+        return Napkin(req.bank_conflicts, "bank conflicts", tuple(steps), given)
+    return Napkin(req.wavefronts, "wavefronts", tuple(steps), given)
+
+
+def accumulators_per_thread(M: int, N: int, threads: int) -> Napkin:  # noqa: N803
+    """fp32 accumulator registers each thread holds for an MxN MMA tile spread over ``threads`` threads."""
+    v = M * N / threads
+    return Napkin(v, "registers", (f"{M}*{N} = {M * N} fp32 accumulators", f"over {threads} threads: {fmt(v)} each, "
+                                   "one 32-bit register per accumulator"))
+
+
 # ----------------------------------------------------------------------------------------------- communication
 
 
@@ -399,4 +447,5 @@ FUNCTIONS = {f.__name__: f for f in (
     blocks_per_sm, bank_conflict_ways, sectors_per_warp_load, waves, gemm_tile_intensity, kv_cache,
     attention_scores_bytes, weights_read_time, padded_rows_bound, block_scale_overhead, splitk_workspace,
     fp8_gemm_speedup, softmax_passes_time, e4m3_step_at, kv_bytes_per_token, kv_tokens_fit, splits_to_fill,
-    fusion_bytes_saved, comm_busbw, grad_allreduce_time, tp_crossover)}
+    fusion_bytes_saved, layout_offset, smem_column_read, accumulators_per_thread,
+    comm_busbw, grad_allreduce_time, tp_crossover)}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import itertools
 import math
 import random
 import re
@@ -425,8 +426,10 @@ class ConceptDrill(Drill):
                 return Grade(False, f"Not yet: {call} raised {type(e).__name__}: {e}. The reference returns "
                                     f"{_fmt(want)}.", f"raised {type(e).__name__} at input {n + 1}")
             if not _same(got, want, r.rtol, r.atol):
+                named = _classic_mistake(r, [args, *itertools.islice(self._inputs(), 40)], fn)
                 return Grade(False, f"Not yet: {call} returned {_fmt(got)}; the reference returns {_fmt(want)}. "
-                                    f"({n} input(s) agreed before this one.)", f"differs at input {n + 1}")
+                                    f"({n} input(s) agreed before this one.)" + named,
+                             f"differs at input {n + 1}" + (" (a classic mistake)" if named else ""))
         total = len(r.fixed) + self.trials
         return Grade(True, f"Right: it agrees with the reference on all {total} inputs.", f"agrees on {total} inputs")
 
@@ -475,6 +478,26 @@ class Note(str):
 
     def __repr__(self) -> str:
         return str(self)
+
+
+def _classic_mistake(r: Any, inputs: list[tuple], learner: Callable[..., Any]) -> str:
+    """Return a sentence naming the reference's classic wrong answer that ``learner`` gives (else "").
+
+    ``inputs[0]`` is the input where ``learner`` first differs from the reference. A wrong answer that agrees with
+    ``learner`` on every input is named; failing that, the only one that agrees at ``inputs[0]``.
+    """
+    def agree(wrong: Callable[..., Any], args: list[tuple]) -> bool:
+        try:
+            with np.errstate(all="ignore"):
+                return all(_same(learner(*_copies(a)), wrong(*_copies(a)), r.rtol, r.atol) for a in args)
+        except Exception:  # noqa: BLE001  (either failing to run names nothing)
+            return False
+
+    for name, wrong, mistake in r.wrong:
+        if agree(wrong, inputs):
+            return f" This is {name}: {mistake}."
+    here = [(name, mistake) for name, wrong, mistake in r.wrong if agree(wrong, inputs[:1])]
+    return f" This looks like {here[0][0]}: {here[0][1]}." if len(here) == 1 else ""
 
 
 def _copies(args: tuple) -> tuple:

@@ -34,6 +34,7 @@ class Ref:
     atol: float = 1e-9
     returns: str = ""  # what the function returns, in words (shown in the statement)
     given: Callable[[], dict[str, Any]] | None = None  # facts the question's {placeholders} quote
+    wrong: tuple[tuple[str, Callable[..., Any], str], ...] = ()  # classic wrong answers: (name, function, mistake)
 
     @property
     def signature(self) -> str:
@@ -236,6 +237,31 @@ REFS: dict[str, Ref] = {r.name: r for r in (
     Ref("padded_slots", ("counts", "block"), padded_slots, _draw_counts,
         fixed=(([0, 1, 16, 17], 16), ([64, 0], 64)), rtol=0, atol=0, returns="n_padded (an int)"),
 )}
+
+
+def _cute_refs() -> tuple[Ref, ...]:
+    """Return the CuTe layout exercises' references (workbench/cute/refs.py), each with its classic wrong answers."""
+    from workbench.cute import refs as c
+
+    return (
+        Ref("cute_layout_index", ("shape", "stride", "i"), c.layout_index, c.DRAWS["cute_layout_index"],
+            fixed=(((4, 8), (8, 1), 5), ((2, 3, 4), (1, 2, 6), 23), ((4, 8), (1, 0), 9)), rtol=0, atol=0,
+            returns="the offset (an int)", wrong=c.WRONG["cute_layout_index"]),
+        Ref("cute_conflict_free_swizzle", ("row_bytes",), c.conflict_free_swizzle,
+            c.DRAWS["cute_conflict_free_swizzle"], fixed=((128,), (64,), (32,), (16,)), rtol=0, atol=0,
+            returns="the swizzle's (B, M, S), in bytes (a tuple of 3 ints)",
+            wrong=c.WRONG["cute_conflict_free_swizzle"]),
+        Ref("cute_partition_offsets", ("rows", "cols", "thr_rows", "thr_cols", "t"), c.partition_offsets,
+            c.DRAWS["cute_partition_offsets"], fixed=((8, 16, 2, 4, 5), (4, 4, 2, 2, 1)), rtol=0, atol=0,
+            returns="the offsets thread t owns, in the order of its partition (a list of ints)",
+            wrong=c.WRONG["cute_partition_offsets"]),
+        Ref("cute_mma_c_coord", ("lane", "v"), c.mma_c_coord, c.DRAWS["cute_mma_c_coord"],
+            fixed=((1, 0), (4, 0), (0, 1), (0, 2), (31, 3)), rtol=0, atol=0,
+            returns="(row, column) in the 16x8 C tile (a tuple of 2 ints)", wrong=c.WRONG["cute_mma_c_coord"]),
+    )
+
+
+REFS.update({r.name: r for r in _cute_refs()})
 
 
 def get(name: str) -> Ref:
