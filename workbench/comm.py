@@ -109,4 +109,5 @@ def close() -> None:
 def stats() -> dict:
     """Return the pool's counters: jobs run and processes started (respawns included)."""
     p = pool()
-    return {"jobs": p.jobs_run, "started": p.started, "alive": sum(1 for x in p.procs if x is not None and x.is_alive())}
+    alive = sum(1 for x in p.procs if x is not None and x.is_alive())
+    return {"jobs": p.jobs_run, "started": p.started, "alive": alive}

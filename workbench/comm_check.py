@@ -29,7 +29,6 @@ import itertools
 import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -37,7 +36,7 @@ import torch
 from workbench.checker import DIAGNOSES, CaseResult, CheckReport, _compare_outputs, _fmt
 from workbench.comm_pool import CommTimeout, RankError, pool, ship, unship
 from workbench.comm_trace import Faults, current
-from workbench.registry import Op, Variant, as_dtype, dtype_name, get_op, poisoning
+from workbench.registry import Op, Variant, as_dtype, dtype_name, poisoning
 
 #: The fault plans every case runs under (see the module docstring).
 PLANS: dict[str, Faults] = {

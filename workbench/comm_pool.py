@@ -44,6 +44,8 @@ from workbench.distributed import from_bytes, to_bytes
 
 #: The most ranks a cpu-mode job takes.
 MAX_WORLD = 5
+#: Extra seconds a job's ranks may take to start and join the group before the time limit starts counting.
+JOIN_LIMIT_S = 60.0
 
 
 class CommTimeout(TimeoutError):
@@ -157,7 +159,7 @@ class Job:
     """One job for one rank: run ``fn`` in a fresh group of ``world`` ranks joined at 127.0.0.1:``port``."""
 
     world: int
-    port: int
+    job_id: int
     fn: tuple
     args: bytes  # to_bytes(args)
     faults: Faults = field(default_factory=Faults)
@@ -167,10 +169,13 @@ class Job:
     backend: str = "gloo"
 
 
-def _rank_loop(slot: int, conn: Any, status: Any) -> None:
+def _rank_loop(slot: int, conn: Any, status: Any, port: int) -> None:
     """The body of a pool process: run jobs from ``conn`` until the pipe closes."""
     torch.set_num_threads(1)
     st = comm_trace.Status(status, slot)
+    # One connection to the pool's store for the process's life: a new TCP store client costs 5 s now and then
+    # (a connect retry), so each job works under its own key prefix of this one instead.
+    store = dist.TCPStore("127.0.0.1", port, None, is_master=False, timeout=datetime.timedelta(seconds=120))
     while True:
         try:
             job = conn.recv()
@@ -179,7 +184,7 @@ def _rank_loop(slot: int, conn: Any, status: Any) -> None:
         if job is None:
             return
         try:
-            reply = ("ok", _run_job(slot, job, st))
+            reply = ("ok", _run_job(slot, job, st, dist.PrefixStore(f"job{job.job_id}/", store)))
         except BaseException:  # noqa: BLE001  (anything a rank raises goes to the parent as text)
             reply = ("error", traceback.format_exc())
         st.set("")
@@ -189,12 +194,11 @@ def _rank_loop(slot: int, conn: Any, status: Any) -> None:
             return
 
 
-def _run_job(rank: int, job: Job, st: comm_trace.Status) -> dict:
+def _run_job(rank: int, job: Job, st: comm_trace.Status, store: Any) -> dict:
     """Join the job's group, run its function under the tracer and leave the group; return the result and events."""
     timeout = datetime.timedelta(seconds=job.timeout_s)
     st.context = job.label
     st.set("joining the group")
-    store = dist.TCPStore("127.0.0.1", job.port, job.world, is_master=False, timeout=timeout)
     dist.init_process_group(job.backend, store=store, rank=rank, world_size=job.world, timeout=timeout)
     try:
         fn = unship(job.fn)
@@ -248,6 +252,9 @@ class Pool:
         self.conns: list[Any] = [None] * size
         self.jobs_run = 0
         self.started = 0  # processes started over the pool's life (respawns included)
+        # The store every job's group meets in (each job under its own key prefix); it lives as long as the pool.
+        self.store = dist.TCPStore("127.0.0.1", 0, None, is_master=True, wait_for_workers=False,
+                                   timeout=datetime.timedelta(seconds=120))
 
     def _ensure(self, n: int) -> None:
         for slot in range(n):
@@ -256,7 +263,7 @@ class Pool:
                 continue
             self._drop(slot)
             parent, child = self.ctx.Pipe(duplex=True)
-            p = self.ctx.Process(target=_rank_loop, args=(slot, child, self.status), daemon=True,
+            p = self.ctx.Process(target=_rank_loop, args=(slot, child, self.status, self.store.port), daemon=True,
                                  name=f"workbench-rank{slot}")
             p.start()
             child.close()
@@ -294,19 +301,14 @@ class Pool:
         shipped = ship(fn)
         payload = to_bytes(tuple(args))
         self._ensure(world)
-        store = dist.TCPStore("127.0.0.1", 0, None, is_master=True, wait_for_workers=False,
-                              timeout=datetime.timedelta(seconds=timeout_s))
-        job = Job(world=world, port=store.port, fn=shipped, args=payload, faults=faults or Faults(), trace=trace,
+        job = Job(world=world, job_id=self.jobs_run, fn=shipped, args=payload, faults=faults or Faults(), trace=trace,
                   timeout_s=timeout_s, label=label)
         start = time.perf_counter()
         for slot in range(world):
             comm_trace.Status(self.status, slot).set("waiting for the job")
             self.conns[slot].send(job)
-        try:
-            replies = self._collect(world, start + timeout_s, label, timeout_s)
-        finally:
-            del store
         self.jobs_run += 1
+        replies = self._collect(world, start + timeout_s, label, timeout_s)
         results = [r["out"] for r in replies]
         events = sorted((e for r in replies for e in r["events"]), key=lambda e: (e["t_start"], e["rank"]))
         return results, events, time.perf_counter() - start
@@ -322,6 +324,9 @@ class Pool:
             if not ready:
                 if grace is not None and time.perf_counter() >= grace:
                     break  # a rank failed and the others are stuck waiting for it
+                if self._starting(waiting.values()) and time.perf_counter() < deadline + JOIN_LIMIT_S:
+                    deadline = max(deadline, time.perf_counter() + 0.5)  # the limit counts from the group's start
+                    continue
                 self._timeout(world, replies, errors, label, timeout_s)
             for c in ready:
                 slot = waiting[c]
@@ -341,9 +346,13 @@ class Pool:
             for s in range(world):  # ranks still blocked on the failed one: replace them
                 if s not in replies and s not in errors:
                     self._drop(s)
-            rank = min(errors)
+            rank = next(iter(errors))  # the first to fail; the others often fail because it left the group
             raise RankError(f"{label}, world {world}: rank {rank} failed:\n{errors[rank]}", rank, errors[rank])
         return [replies[s] for s in range(world)]
+
+    def _starting(self, slots: Any) -> bool:
+        """True while one of ``slots`` is still starting or joining the group (a loaded machine is slow at it)."""
+        return any(read_status(self.status, s).startswith(("joining", "waiting for the job")) for s in slots)
 
     def _timeout(self, world: int, replies: dict, errors: dict, label: str, timeout_s: float) -> None:
         waits = {s: read_status(self.status, s) or "running (no communication call)"

@@ -12,11 +12,13 @@ thin wrappers, so code written with plain ``torch.distributed`` is traced withou
   - ``late``: an ``irecv``'s data lands in the caller's tensor only at ``wait()`` (the tensor is scribbled over
     when the receive is posted), and an ``isend`` reads its buffer only when this rank next blocks (a ``wait()``,
     a blocking send or receive, a collective): as late as a transport can without deadlocking.
-    ``late_sends`` / ``late_recvs`` apply one half; ``snapshot_sends`` reads each isend's buffer at the call. A transport may do either, so code that reads a receive buffer before ``wait()``, or writes a send
-    buffer before it, is wrong every time instead of once in a while.
+    A transport may do either, so code that reads a receive buffer before ``wait()``, or writes a send buffer
+    before it, is wrong every time instead of once in a while. ``late_sends`` / ``late_recvs`` apply one half;
+    ``recv_fill`` is what a receive buffer holds until its message lands; ``snapshot_sends`` reads each isend's
+    buffer at the call (the opposite extreme).
   - ``rendezvous``: a blocking ``send`` (and an ``isend``'s ``wait()``) returns only once the peer has posted the
-    matching receive. gloo copies small messages into a buffer and returns at once, which hides a send/recv order
-    that deadlocks on a transport without buffering (and on NCCL with large messages).
+    matching receive, on every transport alike (an MPI or a socket transport that buffers small messages would
+    hide a send/recv order that deadlocks without buffering; gloo in torch 2.13 happens to block already).
   - ``delay_s`` on chosen messages (``delay_messages``: this rank's k-th send; ``delay_to``: every send to those
     peers): the send is posted that much later.
   - ``reorder``: sends deferred by ``late`` are posted in reverse order.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from kernels._comm import DTYPES, chunk_bounds, check_shapes, rand_vectors, validate_vector
+from kernels._comm import DTYPES, check_shapes, chunk_bounds, rand_vectors, validate_vector
 from workbench.contracts import elem_size
 from workbench.registry import Op, register, register_op
 
