@@ -228,6 +228,16 @@ def test_layout_picture_shows_offsets_and_banks():
     assert "8-way" in pic.layout.title.text and len(pic.data[0].z) == 32  # a row per wavefront
 
 
+def test_swizzle_explorer_slider_moves_the_bank_map():
+    box = cute.swizzle_explorer()
+    assert [box.count(b).ways for b in range(4)] == [8, 4, 2, 1]  # each row bit halves the conflict
+    assert "no swizzle" in box.info.value and len(box.figure.data[0].z) == 32
+    box.bits_slider.value = 3
+    assert "conflict-free" in box.info.value and len(box.figure.data[0].z) == 4
+    with pytest.raises(LayoutError, match="bits must be in"):
+        cute.swizzle_explorer(bits=4)
+
+
 def test_workbench_import_does_not_import_cutlass():
     import workbench
 

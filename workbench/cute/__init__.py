@@ -24,9 +24,9 @@ from workbench.cute.algebra import Layout, LayoutError, Swizzle, SwizzledLayout
 
 __all__ = ["BankCount", "Layout", "LayoutError", "Swizzle", "SwizzledLayout", "TiledMMA", "algebra", "bank_count",
            "bank_picture", "blocked_product", "coalesce", "complement", "composition", "cp_async", "evaluate",
-           "evaluate_many", "ldmatrix", "layout_picture", "local_partition", "local_tile", "logical_divide",
-           "logical_product", "make_layout", "mma_tv", "raked_product", "request", "swizzle", "table", "try_answer",
-           "tv_picture", "wgmma_read", "zipped_divide"]
+           "evaluate_many", "layout_picture", "ldmatrix", "local_partition", "local_tile", "logical_divide",
+           "logical_product", "make_layout", "mma_tv", "raked_product", "request", "swizzle", "swizzle_explorer",
+           "table", "try_answer", "tv_picture", "wgmma_read", "zipped_divide"]
 
 AnyLayout = Layout | SwizzledLayout
 
@@ -318,4 +318,4 @@ from workbench.cute.banks import (  # noqa: E402
     request,
     wgmma_read,
 )
-from workbench.cute.pictures import layout_picture, tv_picture  # noqa: E402
+from workbench.cute.pictures import layout_picture, swizzle_explorer, tv_picture  # noqa: E402

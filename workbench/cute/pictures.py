@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from workbench.cute.algebra import Layout, LayoutError, SwizzledLayout
+from workbench.cute.algebra import Layout, LayoutError, Swizzle, SwizzledLayout
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["layout_picture", "tv_picture"]
+__all__ = ["layout_picture", "swizzle_explorer", "tv_picture"]
 
 MAX_TEXT_COLS = 32  # wider grids show offsets on hover only (JupyterLab's width)
 
@@ -118,3 +118,44 @@ def tv_picture(tv: Layout, tile: tuple[int, int], title: str = "") -> go.Figure:
     fig.update_yaxes(title_text="row m")
     _size_fig(fig, m, n)
     return fig
+
+
+def swizzle_explorer(tile: Layout | None = None, *, m: int = 3, s: int = 3, bits: int = 0, itemsize: int = 2) -> Any:
+    """Return a slider over B of ``Swizzle<B, m, s>`` on ``tile`` and the bank map of an ldmatrix.x4 down column 0.
+
+    ``tile`` defaults to the 64x64 bf16 tile with 128-byte rows, ``(64,64):(64,1)``; B = 0 is no swizzle. The box
+    exposes ``bits_slider``, ``figure`` (a FigureWidget), ``info`` (the count) and ``count(b) -> BankCount``.
+    """
+    import ipywidgets as widgets
+    import plotly.graph_objects as go
+
+    from workbench.cute.banks import bank_count, bank_picture, ldmatrix
+    from workbench.plots import _sync
+
+    tile = tile if tile is not None else Layout((64, 64), (64, 1))
+    if not 0 <= bits <= s:
+        raise LayoutError(f"wb.cute.swizzle_explorer: bits must be in [0, s] = [0, {s}], got {bits!r}")
+
+    def request(b: int) -> Any:
+        return ldmatrix(SwizzledLayout(Swizzle(b, m, s), tile), itemsize=itemsize)
+
+    def figure(b: int) -> go.Figure:
+        name = "no swizzle" if b == 0 else f"Swizzle<{b},{m},{s}>"
+        return bank_picture(request(b), f"ldmatrix.x4 down column 0 of {tile}, {name}")
+
+    fig = go.FigureWidget(figure(bits))
+    slider = widgets.IntSlider(value=bits, min=0, max=s, step=1, description="B (bits)", continuous_update=False)
+    info = widgets.HTML()
+
+    def refresh(*_: Any) -> None:
+        _sync(fig, figure(slider.value))
+        b = slider.value
+        name = "no swizzle" if b == 0 else f"Swizzle&lt;{b},{m},{s}&gt;"
+        info.value = f"{name}: {bank_count(request(b))}"
+
+    slider.observe(refresh, names="value")
+    refresh()
+    box = widgets.VBox([slider, info, fig])
+    box.bits_slider, box.figure, box.info = slider, fig, info
+    box.count = lambda b: bank_count(request(b))
+    return box
