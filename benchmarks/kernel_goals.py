@@ -31,8 +31,9 @@ op's byte count) per second against the measured copy bandwidth:
 - the w8a8 GEMM (the fastest non-torch ``gemm_w8a8`` variant) >= 1.6x bf16 ``torch.matmul`` at 8192^3.
 
 CuTe DSL (issue 33, notebook 09), bf16 at 8192^3: ``cute_wgmma_tma`` >= 0.85 of ``torch.matmul`` in the same run
-(``cuda_wgmma_tma`` timed beside it). It needs ``nvidia-cutlass-dsl`` in the GPU box's Python: without it the goal
-file says so in its notes.
+(``cuda_wgmma_tma`` timed beside it). It needs ``nvidia-cutlass-dsl`` in the GPU box's Python or, since the box
+lacks it, the ahead-of-time build ``python -m kernels._cute_aot`` makes here (carry ``out/cute-aot``); without
+either the goal file says so in its notes.
 
 Every variant is checked before it is timed (``workbench.bench``); an autotuned kernel is tuned once, at the goal
 shape, and checked with the config it chose (``workbench.benchmark_goals.tuned_once``). Writes
@@ -337,12 +338,15 @@ CUTE_GOAL, CUTE_SMOKE = {"M": 8192, "N": 8192, "K": 8192}, {"M": 64, "N": 64, "K
 
 
 def cute_missing() -> str | None:
-    """Return why the CuTe DSL cannot be imported in this Python (not installed on the GPU box?), or None."""
+    """Return why ``cute_wgmma_tma`` cannot run in this Python: neither the CuTe DSL (the GPU box lacks it, and its
+    92 MB wheel is over what a run may carry) nor an ahead-of-time build of it (``kernels/_cute_aot.py``); or None."""
     import importlib.util
 
-    if importlib.util.find_spec("cutlass") is None:
-        return ("nvidia-cutlass-dsl is not installed in this Python: the CuTe variants cannot run (carry its cp312 "
-                "wheels: ../shared/gpu/fetch-wheels.sh nvidia-cutlass-dsl==4.8.1, then .whl in the run's carry)")
+    from kernels import _cute_aot
+
+    if importlib.util.find_spec("cutlass") is None and (why := _cute_aot.problem("cute_wgmma_tma", BF16)):
+        return (f"nvidia-cutlass-dsl is not installed in this Python and {why}: build it where the DSL is "
+                "(python -m kernels._cute_aot) and carry out/cute-aot")
     return None
 
 

@@ -10,10 +10,13 @@ no driver, which is how ``wb.inspect`` reads a CuTe kernel's registers, spills, 
   shapes are dynamic (``sym_int``), so one compile serves every M, N, K.
 * :func:`cute_spec` is a variant's ``wb.inspect`` spec: ``{"kind": "cute", "compile": fn(arch) -> compiled, ...}``.
 * :func:`to_cute` wraps a torch tensor for a launch (dlpack, no copy) with its layout marked dynamic.
+* :func:`launch_aot` runs a kernel's ahead-of-time build (``kernels/_cute_aot.py``) where the DSL is not installed.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import tempfile
 import threading
@@ -60,6 +63,23 @@ def cutlass_dtype(dtype: torch.dtype) -> Any:
     if dtype not in table:
         raise TypeError(f"CuTe DSL kernels here take float32, float16 or bfloat16, not {dtype}")
     return table[dtype]
+
+
+@functools.cache
+def dsl_installed() -> bool:
+    """Return True when the CuTe DSL is importable here (looked up, not imported)."""
+    return importlib.util.find_spec("cutlass") is not None
+
+
+def launch_aot(name: str, a: torch.Tensor, b: tuple, c: torch.Tensor) -> None:
+    """Launch the ahead-of-time build of ``name`` (``kernels/_cute_aot.py``) on torch's current stream: for a GPU
+    machine without the DSL. ``b`` is (tensor, its extents as the kernel sees them, its runtime stride)."""
+    from kernels import _cute_aot
+
+    bt, bshape, bstride = b
+    run = _cute_aot.launcher(name, a.dtype)
+    run((a.data_ptr(), a.shape[0], a.shape[1], a.stride(0)), (bt.data_ptr(), *bshape, bstride),
+        (c.data_ptr(), c.shape[0], c.shape[1], c.stride(0)), torch.cuda.current_stream().cuda_stream)
 
 
 def compiled(key: Hashable, build: Callable[[], Any]) -> Any:

@@ -14,6 +14,7 @@
 #      (benchmarks/moe_goals.py), each its own process and timeout; each saves its JSON after every measurement,
 #      so a step stopped by its timeout keeps what it measured;
 #   4. whatever time is left: the notebooks under nbval, if the wheels were carried in .whl/.
+# The box has no CuTe DSL: carry out/cute-aot (python -m kernels._cute_aot, here) for the cute step and variants.
 # Knobs: GPU_RUN_BUDGET (s, default 555), STEPS (default "smoke tests gemm softmax attention decode norms cute moe
 # notebooks"), T_<STEP> (a step's cap in s), PYTHON (default python3, or .venv/bin/python when present).
 #

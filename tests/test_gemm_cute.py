@@ -123,14 +123,28 @@ def test_checks_on_a_gpu(name):
     assert r.ok, r.summary()
 
 
-def test_on_a_gpu_without_the_dsl_the_variant_says_how_to_install_it(monkeypatch):
+def test_on_a_gpu_without_the_dsl_an_ahead_of_time_build_stands_in(monkeypatch, tmp_path):
+    """Where the DSL is missing (the GPU box), the variants run kernels/_cute_aot.py's build: a .so holding the host
+    launcher and the sm_90a cubin, linked here. Without a driver its cubin cannot load: a clean error, no crash."""
+    from kernels import _cute_aot
     from workbench import registry
 
     monkeypatch.setattr(registry, "MODE", "gpu")
     monkeypatch.setattr(registry, "_has_cute", lambda: False)
-    why = wb.variant("gemm", "cute_simt").why_not_here("float32", {"M": 8, "N": 8, "K": 8})
-    assert why == ("gemm/cute_simt: the CuTe DSL is not installed in this Python: "
-                   "pip install nvidia-cutlass-dsl==4.8.1")
-    monkeypatch.setattr(registry, "_has_cute", lambda: True)
-    assert wb.variant("gemm", "cute_simt").why_not_here("float32", {"M": 8, "N": 8, "K": 8}) is None
+    monkeypatch.setenv("WB_CUTE_AOT", str(tmp_path))
+    shape = {"M": 8, "N": 8, "K": 8}
+    why = wb.variant("gemm", "cute_wgmma_tma").why_not_here("bfloat16", shape)
+    assert why.startswith("gemm/cute_wgmma_tma: the CuTe DSL is not installed in this Python (pip install "
+                          "nvidia-cutlass-dsl==4.8.1) and no AOT build in") and "python -m kernels._cute_aot" in why
+    manifest = _cute_aot.build(tmp_path, (("cute_wgmma_tma", torch.bfloat16),))
+    assert wb.variant("gemm", "cute_wgmma_tma").why_not_here("bfloat16", shape) is None
+    assert "has no cute_wgmma_tma for torch.float16" in wb.variant("gemm", "cute_wgmma_tma").why_not_here(
+        "float16", shape)
     assert "multiples of 8" in wb.variant("gemm", "cute_wgmma_tma").why_not_here("bfloat16", {"M": 8, "N": 8, "K": 9})
+    so = tmp_path / "cute_wgmma_tma_bf16.so"
+    assert so.stat().st_size < 4 * 2**20 and manifest.is_file()
+    if CPU_MODE:  # no driver: cudart reports it (35 insufficient driver, 100 no device) when the cubin would load
+        with pytest.raises(RuntimeError, match=r"loading its cubin failed with CUDA error (35|100)\b"):
+            _cute_aot.launcher("cute_wgmma_tma", torch.bfloat16)
+    monkeypatch.setattr(_cute_aot, "sources_hash", lambda: "other")  # a build from other sources is refused
+    assert "other kernel sources: rebuild it" in wb.variant("gemm", "cute_wgmma_tma").why_not_here("bfloat16", shape)

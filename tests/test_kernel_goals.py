@@ -206,13 +206,15 @@ def test_cute_goal_refuses_without_a_gpu_and_smoke_times_torch_alone(tmp_path, c
     assert set(g["times_ms"]) == {"torch_matmul"} and g["shape"] == kernel_goals.CUTE_SMOKE
 
 
-def test_cute_goal_notes_a_missing_dsl_and_times_nothing(monkeypatch):
+def test_cute_goal_notes_a_missing_dsl_and_times_nothing(monkeypatch, tmp_path):
     import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cutlass" else real(name, *a))
+    monkeypatch.setenv("WB_CUTE_AOT", str(tmp_path))  # and no ahead-of-time build there
     why = kernel_goals.cute_missing()
-    assert why and "nvidia-cutlass-dsl" in why and "fetch-wheels.sh" in why
+    assert why and "nvidia-cutlass-dsl is not installed" in why and "python -m kernels._cute_aot" in why
+    assert "out/cute-aot" in why
 
     class Run:
         goals: dict = {"goals": {}}

@@ -65,7 +65,14 @@ def cute_status() -> tuple[str, str]:
 
     ver = _dist("nvidia-cutlass-dsl")
     if not ver:
-        return "unavailable", "nvidia-cutlass-dsl is not installed: pip install nvidia-cutlass-dsl==4.8.1"
+        missing = "nvidia-cutlass-dsl is not installed (pip install nvidia-cutlass-dsl==4.8.1)"
+        if MODE != "gpu":
+            return "unavailable", missing
+        from kernels import _cute_aot  # a GPU machine without the DSL runs the ahead-of-time builds
+
+        why = _cute_aot.problem("cute_wgmma_tma")
+        return ("unavailable", f"{missing} and {why}") if why else (
+            "native", f"no CuTe DSL here: the ahead-of-time sm_90a builds in {_cute_aot.aot_dir()} run")
     if MODE == "gpu":
         import torch
 

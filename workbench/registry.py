@@ -335,7 +335,7 @@ class Variant:
 
     def why_not_here(self, dtype: torch.dtype | str | None = None, shape: dict | None = None) -> str | None:
         """Return why this variant cannot run here with ``dtype``/``shape``, or None if it can."""
-        if self.backend == "cute" and (why := _cute_problem(self)):
+        if self.backend == "cute" and (why := _cute_problem(self, as_dtype(dtype) if dtype is not None else None)):
             return why
         if self.gpu_only and MODE != "gpu":
             note = f" ({self.gpu_note})" if self.gpu_note else ""
@@ -398,13 +398,17 @@ def _aligned(t: Any, nbytes: int) -> Any:
     return t
 
 
-def _cute_problem(v: Variant) -> str | None:
-    """Return why a CuTe DSL variant cannot run here (no GPU: it only compiles; no DSL installed), or None."""
+def _cute_problem(v: Variant, dtype: torch.dtype | None) -> str | None:
+    """Return why a CuTe DSL variant cannot run here with ``dtype`` (no GPU: it only compiles; neither the DSL nor
+    an ahead-of-time build of it), or None."""
     if MODE != "gpu":
         return (f"{v.op}/{v.name}: CuTe DSL kernels need an NVIDIA GPU to run (the DSL has no CPU emulator); here "
                 "it compiles for sm_90a: read its PTX, SASS and registers with workbench.inspect(...)")
-    if not _has_cute():
-        return f"{v.op}/{v.name}: the CuTe DSL is not installed in this Python: pip install nvidia-cutlass-dsl==4.8.1"
+    if not _has_cute():  # an ahead-of-time build (kernels/_cute_aot.py) runs without the DSL
+        why = importlib.import_module(f"{KERNELS_PACKAGE}._cute_aot").problem(v.name, dtype)
+        if why:
+            return (f"{v.op}/{v.name}: the CuTe DSL is not installed in this Python (pip install "
+                    f"nvidia-cutlass-dsl==4.8.1) and {why}")
     return None
 
 

@@ -87,10 +87,10 @@ def _host() -> Any:
                         gc[gm, gn] = acc[i, j].to(gc.element_type)
 
     @cute.jit
-    def host(ga: cute.Tensor, gb: cute.Tensor, gc: cute.Tensor, stream: cuda.CUstream) -> None:
-        m, n = gc.shape
+    def host(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream: cuda.CUstream) -> None:
+        m, n = c.shape
         grid = ((n + BN - 1) // BN, (m + BM - 1) // BM, 1)
-        simt_kernel(ga, gb, gc).launch(grid=grid, block=[THREADS, 1, 1], stream=stream)
+        simt_kernel(a, b, c).launch(grid=grid, block=[THREADS, 1, 1], stream=stream)
 
     return host
 
@@ -126,6 +126,9 @@ def cute_simt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if c.numel() == 0:  # M or N is 0: an empty result (a grid of 0 blocks is a launch error)
         return c
     a, b = a.contiguous(), b.contiguous()
+    if not _cute.dsl_installed():  # a GPU machine without the DSL: the ahead-of-time build (sm_90a)
+        _cute.launch_aot("cute_simt", a, (b, (k, n), b.stride(0)), c)
+        return c
     ca, cb, cc = cute_args(a, b, c)
     fn = _cute.compiled(("cute_simt", a.dtype, _cute.arch()),
                         lambda: _cute.import_cute()[1].compile(_host(), ca, cb, cc, _cute.current_stream()))

@@ -212,6 +212,9 @@ def cute_wgmma_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c = empty((m, n), a.dtype, a.device)
     if c.numel() == 0 or k == 0:  # a TMA descriptor needs every extent >= 1; K = 0: every dot product is 0
         return c.zero_()
+    if not _cute.dsl_installed():  # a GPU machine without the DSL: the ahead-of-time build
+        _cute.launch_aot("cute_wgmma_tma", a, (b, (n, k), b.stride(0)), c)  # b as (N, K), N-major: stride N
+        return c
     ca, cb, cc = cute_args(a, b, c)
     stream = _cute.current_stream()
     fn = _cute.compiled(("cute_wgmma_tma", a.dtype, _cute.arch()),
