@@ -56,6 +56,10 @@ class CommTimeout(TimeoutError):
         self.waits = waits
 
 
+class PeerLeft(RuntimeError):
+    """A rank finished its function but a peer left the group before the end-of-job barrier."""
+
+
 class RankError(RuntimeError):
     """A rank's function raised: ``rank`` and the traceback's text (``remote``) say where."""
 
@@ -212,7 +216,10 @@ def _run_job(rank: int, job: Job, st: comm_trace.Status, store: Any) -> dict:
             out = fn(rank, job.world, dev, *args)
             tracer.settle()
         st.set("barrier at the end of the job")
-        dist.barrier()
+        try:
+            dist.barrier()
+        except Exception as e:  # a peer failed in its function and left the group: its error is the one to report
+            raise PeerLeft(f"rank {rank}: the end-of-job barrier failed (a peer left the group): {e}") from None
     finally:
         dist.destroy_process_group()
     return {"out": out, "events": [e.as_dict() for e in tracer.events]}
@@ -346,7 +353,8 @@ class Pool:
             for s in range(world):  # ranks still blocked on the failed one: replace them
                 if s not in replies and s not in errors:
                     self._drop(s)
-            rank = next(iter(errors))  # the first to fail; the others often fail because it left the group
+            # the rank whose function failed, not one that merely saw it leave the group
+            rank = min(errors, key=lambda r: ("PeerLeft" in errors[r] or "closed by peer" in errors[r], r))
             raise RankError(f"{label}, world {world}: rank {rank} failed:\n{errors[rank]}", rank, errors[rank])
         return [replies[s] for s in range(world)]
 

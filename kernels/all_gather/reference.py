@@ -64,12 +64,12 @@ OP = register_op(Op(
 ))
 
 
-def piece_lengths(n: int, group: object = None) -> list[int]:
-    """Return every rank's piece length (one tiny all_gather of an int64 per rank)."""
+def piece_lengths(n: int, group: object = None, device: torch.device | None = None) -> list[int]:
+    """Return every rank's piece length (one tiny all_gather of an int64 per rank, on ``device``: NCCL's GPU)."""
     world = dist.get_world_size(group)
-    lens = torch.empty(world, dtype=torch.int64)
+    lens = torch.empty(world, dtype=torch.int64, device=device)
     ag = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-    ag(lens, torch.tensor([n], dtype=torch.int64), group=group)
+    ag(lens, torch.tensor([n], dtype=torch.int64, device=device), group=group)
     return lens.tolist()
 
 
@@ -78,11 +78,11 @@ def piece_lengths(n: int, group: object = None) -> list[int]:
                "padding cut away.")
 def torch_all_gather(x: torch.Tensor, group: object = None) -> torch.Tensor:
     world = dist.get_world_size(group)
-    lens = piece_lengths(x.shape[0], group)
+    lens = piece_lengths(x.shape[0], group, x.device)
     m = max(lens)
-    mine = torch.zeros(m, dtype=x.dtype)
+    mine = torch.zeros(m, dtype=x.dtype, device=x.device)
     mine[:x.shape[0]] = x
-    out = torch.empty(world * m, dtype=x.dtype)
+    out = torch.empty(world * m, dtype=x.dtype, device=x.device)
     ag = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     ag(out, mine, group=group)
     return torch.cat([out[r * m:r * m + n] for r, n in enumerate(lens)])

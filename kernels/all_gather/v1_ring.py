@@ -11,16 +11,16 @@ import torch
 
 from kernels._comm import exchange, rank_world, ring_peers
 from kernels.all_gather.reference import piece_lengths
-from workbench import register
+from workbench import empty, register
 
 
 @register("all_gather", "ring", backend="torch",
           idea="Ring: n-1 steps, each forwarding the piece received last to the right, received in place.")
 def ring(x: torch.Tensor, group: object = None) -> torch.Tensor:
     rank, world = rank_world(group)
-    lens = piece_lengths(x.shape[0], group)
+    lens = piece_lengths(x.shape[0], group, x.device)
     starts = [sum(lens[:r]) for r in range(world)]
-    out = torch.empty(sum(lens), dtype=x.dtype)
+    out = empty((sum(lens),), x.dtype, x.device)
     pieces = [out[starts[r]:starts[r] + lens[r]] for r in range(world)]
     pieces[rank].copy_(x)
     right, left = ring_peers(rank, world)

@@ -19,7 +19,7 @@ from workbench import empty, register
           idea="KNOWN WRONG: a ring that sends its own piece from the input but never writes it into its output.")
 def wrong_own_piece_missing(x: torch.Tensor, group: object = None) -> torch.Tensor:
     rank, world = rank_world(group)
-    lens = piece_lengths(x.shape[0], group)
+    lens = piece_lengths(x.shape[0], group, x.device)
     starts = [sum(lens[:r]) for r in range(world)]
     out = empty((sum(lens),), x.dtype, x.device)
     pieces = [out[starts[r]:starts[r] + lens[r]] for r in range(world)]

@@ -18,7 +18,7 @@ from workbench import register
 def reduce_scatter_ring(parts: list[torch.Tensor], rank: int, world: int, group: object = None) -> None:
     """Run the ring's reduce-scatter in place on ``parts``: afterwards chunk (rank + 1) % world holds the full sum."""
     right, left = ring_peers(rank, world)
-    buf = torch.empty(max(p.shape[0] for p in parts), dtype=parts[0].dtype)
+    buf = torch.empty(max(p.shape[0] for p in parts), dtype=parts[0].dtype, device=parts[0].device)
     for s in range(world - 1):
         send_c, recv_c = (rank - s) % world, (rank - s - 1) % world
         got = buf[:parts[recv_c].shape[0]]

@@ -42,7 +42,8 @@ def ring_pipelined(x: torch.Tensor, group: object = None) -> torch.Tensor:
         return y
     parts = chunks(y, world)
     right, left = ring_peers(rank, world)
-    bufs = [torch.empty_like(p) for p in _pieces(torch.empty(max(p.shape[0] for p in parts), dtype=y.dtype))]
+    longest = torch.empty(max(p.shape[0] for p in parts), dtype=y.dtype, device=y.device)
+    bufs = [torch.empty_like(p) for p in _pieces(longest)]
     sent: dict[int, list] = {c: [] for c in range(world)}  # sends in flight, per chunk
     sent[rank] = [dist.isend(p, right, group=group) for p in _pieces(parts[rank])]  # reduce-scatter step 0
     for s in range(world - 1):  # reduce-scatter: add each piece as it lands, then forward it

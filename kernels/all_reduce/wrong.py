@@ -49,7 +49,7 @@ def wrong_ring_chunk_off_by_one(x: torch.Tensor, group: object = None) -> torch.
 
 def reduce_scatter_read_early(parts: list[torch.Tensor], rank: int, world: int, group: object = None) -> None:
     right, left = ring_peers(rank, world)
-    buf = torch.empty(max(p.shape[0] for p in parts), dtype=parts[0].dtype)
+    buf = torch.empty(max(p.shape[0] for p in parts), dtype=parts[0].dtype, device=parts[0].device)
     for s in range(world - 1):
         send_c, recv_c = (rank - s) % world, (rank - s - 1) % world
         got = buf[:parts[recv_c].shape[0]]
@@ -82,7 +82,7 @@ def wrong_deadlock_order(x: torch.Tensor, group: object = None) -> torch.Tensor:
     y = x.clone()
     parts = chunks(y, world)
     right, left = ring_peers(rank, world)
-    buf = torch.empty(max(p.shape[0] for p in parts), dtype=y.dtype)
+    buf = torch.empty(max(p.shape[0] for p in parts), dtype=y.dtype, device=y.device)
     for s in range(world - 1):
         send_c, recv_c = (rank - s) % world, (rank - s - 1) % world
         got = buf[:parts[recv_c].shape[0]]

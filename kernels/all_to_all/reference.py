@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from kernels._comm import DTYPES, WORLDS
 from workbench.contracts import elem_size, require
-from workbench.registry import Op, OpError, register, register_op
+from workbench.registry import Op, OpError, empty, register, register_op
 
 
 def validate(x: torch.Tensor, splits: torch.Tensor, group: object = None) -> dict:
@@ -96,6 +96,6 @@ OP = register_op(Op(
 def torch_all_to_all(x: torch.Tensor, splits: torch.Tensor, group: object = None) -> tuple[torch.Tensor, torch.Tensor]:
     recv = torch.empty_like(splits)
     dist.all_to_all_single(recv, splits, group=group)
-    y = torch.empty((int(recv.sum()), x.shape[1]), dtype=x.dtype)
+    y = empty((int(recv.sum()), x.shape[1]), x.dtype, x.device)
     dist.all_to_all_single(y, x.contiguous(), recv.tolist(), splits.tolist(), group=group)
     return y, recv

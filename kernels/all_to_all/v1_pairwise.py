@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from kernels._comm import rank_world
-from workbench import register
+from workbench import empty, register
 
 
 def exchange_counts(splits: torch.Tensor, rank: int, world: int, group: object = None) -> torch.Tensor:
@@ -34,7 +34,7 @@ def pairwise(x: torch.Tensor, splits: torch.Tensor, group: object = None) -> tup
     recv = exchange_counts(splits, rank, world, group)
     send_off = [0] + torch.cumsum(splits, 0).tolist()
     recv_off = [0] + torch.cumsum(recv, 0).tolist()
-    y = torch.empty((recv_off[-1], x.shape[1]), dtype=x.dtype)
+    y = empty((recv_off[-1], x.shape[1]), x.dtype, x.device)
     y[recv_off[rank]:recv_off[rank + 1]] = x[send_off[rank]:send_off[rank + 1]]
     for k in range(1, world):
         dst, src = (rank + k) % world, (rank - k) % world

@@ -25,9 +25,9 @@ def wrong_reused_buffer(x: torch.Tensor, splits: torch.Tensor, group: object = N
     recv = exchange_counts(splits, rank, world, group)
     send_off = [0] + torch.cumsum(splits, 0).tolist()
     recv_off = [0] + torch.cumsum(recv, 0).tolist()
-    y = torch.empty((recv_off[-1], x.shape[1]), dtype=x.dtype)
+    y = torch.empty((recv_off[-1], x.shape[1]), dtype=x.dtype, device=x.device)
     y[recv_off[rank]:recv_off[rank + 1]] = x[send_off[rank]:send_off[rank + 1]]
-    stage = torch.empty((int(splits.max()) if world else 0, x.shape[1]), dtype=x.dtype)
+    stage = torch.empty((int(splits.max()) if world else 0, x.shape[1]), dtype=x.dtype, device=x.device)
     handles = []
     for k in range(1, world):
         dst, src = (rank + k) % world, (rank - k) % world

@@ -98,10 +98,10 @@ def torch_reduce_scatter(x: torch.Tensor, group: object = None) -> torch.Tensor:
     world, rank = dist.get_world_size(group), dist.get_rank(group)
     bounds = chunk_bounds(x.shape[0], world)
     m = max(b - a for a, b in bounds)
-    padded = torch.zeros(world * m, dtype=x.dtype)
+    padded = torch.zeros(world * m, dtype=x.dtype, device=x.device)
     for r, (a, b) in enumerate(bounds):  # torch's collective wants equal chunks: chunk r at [r*m, r*m + len)
         padded[r * m:r * m + b - a] = x[a:b]
-    out = torch.empty(m, dtype=x.dtype)
+    out = torch.empty(m, dtype=x.dtype, device=x.device)
     rs = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
     rs(out, padded, group=group)
     a, b = bounds[rank]

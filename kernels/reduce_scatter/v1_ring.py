@@ -21,7 +21,7 @@ def ring(x: torch.Tensor, group: object = None) -> torch.Tensor:
     rank, world = rank_world(group)
     parts = chunks(x.clone(), world)
     right, left = ring_peers(rank, world)
-    buf = torch.empty(max(p.shape[0] for p in parts), dtype=x.dtype)
+    buf = torch.empty(max(p.shape[0] for p in parts), dtype=x.dtype, device=x.device)
     for s in range(world - 1):
         send_c, recv_c = (rank - s - 1) % world, (rank - s - 2) % world
         got = buf[:parts[recv_c].shape[0]]
