@@ -38,6 +38,12 @@ def test_both_modes_run_on_every_op_with_a_batch_axis():
     for op in wb.ops():
         vs = wb.variants(op, runnable=True)
         v = next((x for x in vs if x.backend == "torch"), vs[0])
+        if wb.get_op(op).distributed:  # ranks of a process group: deterministic mode only (workbench/comm_check.py)
+            with pytest.raises(wb.OpError, match=f"{op}: batch_invariant=True does not apply to a distributed op"):
+                wb.check(v, batch_invariant=True)
+            rep = wb.check(v, deterministic=True, shapes=wb.get_op(op).check_shapes[-2:])
+            assert rep.ok and [c.probe for c in rep.cases] == ["deterministic"], rep.summary()
+            continue
         try:
             axes = batch_axes(op)
         except wb.OpError:

@@ -591,7 +591,8 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
         from workbench.comm_check import check_distributed
 
         return check_distributed(fn, spec, name, shapes=shapes, dtypes=dtypes, seeds=seeds, quick=quick,
-                                 time_limit=time_limit, seed=seed, probes=probes, raise_on_fail=raise_on_fail)
+                                 time_limit=time_limit, seed=seed, probes=probes, raise_on_fail=raise_on_fail,
+                                 deterministic=deterministic, batch_invariant=batch_invariant)
     if not isinstance(fn, Variant):
         why = _signature_error(fn, spec)
         if why:

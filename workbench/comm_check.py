@@ -36,7 +36,7 @@ import torch
 from workbench.checker import DIAGNOSES, CaseResult, CheckReport, _compare_outputs, _fmt
 from workbench.comm_pool import CommTimeout, RankError, pool, ship, unship
 from workbench.comm_trace import Faults, current
-from workbench.registry import Op, Variant, as_dtype, dtype_name, poisoning
+from workbench.registry import Op, OpError, Variant, as_dtype, dtype_name, poisoning
 
 #: The fault plans every case runs under (see the module docstring).
 PLANS: dict[str, Faults] = {
@@ -161,10 +161,24 @@ class CaseFailed(RuntimeError):
 def check_distributed(fn: Variant | Callable, spec: Op, name: str, *, shapes: Sequence[dict] | None = None,
                       dtypes: Iterable | None = None, seeds: Sequence[int] = (0, 1), quick: bool = False,
                       time_limit: float | None = None, seed: int | None = None, probes: bool = True,
-                      raise_on_fail: bool = False) -> CheckReport:
-    """Check ``fn`` on the op's world sizes and ragged shapes (see the module docstring); return a CheckReport."""
+                      raise_on_fail: bool = False, deterministic: bool = False,
+                      batch_invariant: bool = False) -> CheckReport:
+    """Check ``fn`` on the op's world sizes and ragged shapes (see the module docstring); return a CheckReport.
+
+    ``deterministic=True`` instead runs the first seed of each planned case several times and compares the bits
+    (one "deterministic" run in the report). ``batch_invariant=True`` does not apply: a distributed op's elements
+    are spread over ranks and its reduction order is the algorithm's (OpError).
+    """
+    if batch_invariant:
+        raise OpError(f"{spec.name}: batch_invariant=True does not apply to a distributed op (its elements are "
+                      "spread over the ranks and summed in the algorithm's order); use deterministic=True")
     report = CheckReport(op=spec.name, name=name, cases=[])
     plan = _plan(fn, spec, shapes, dtypes, seeds, quick, report.skipped)
+    if deterministic:
+        _deterministic(spec, _target(fn), plan, time_limit, report)
+        if raise_on_fail:
+            report.raise_if_failed()
+        return report
     if probes and plan:
         report.seed = seed if seed is not None else int(np.random.default_rng().integers(1_000_000))
         plan_probes = _drawn(spec, plan, report.seed)
@@ -185,6 +199,35 @@ def check_distributed(fn: Variant | Callable, spec: Op, name: str, *, shapes: Se
     if raise_on_fail:
         report.raise_if_failed()
     return report
+
+
+def _deterministic(spec: Op, target: tuple, plan: list, time_limit: float | None, report: CheckReport) -> None:
+    """Run each planned case (first seed) REPEATS times per world; one "deterministic" result: same bits or not."""
+    from workbench.invariance import REPEATS
+
+    first = [r for r in plan if r[2] == plan[0][2]] if plan else []
+    limit = float(time_limit) if time_limit is not None else CASE_LIMIT_S
+    res = CaseResult(shape=dict(first[0][0]) if first else {}, dtype=dtype_name(first[0][1]) if first else "",
+                     seed=first[0][2] if first else 0, case="random", ok=True, probe="deterministic")
+    for world in sorted({s["world"] for s, _, _, _ in first}):
+        runs = [r for r in first if r[0]["world"] == world]
+        cases = []
+        for shape, dt, seed, case in runs:
+            inputs, kw = _case_inputs(spec, shape, dt, seed, case)
+            cases.append({"inputs": inputs, "kw": kw, "label": f"{shape} {dtype_name(dt)}"})
+        outs = [pool().run(_rank_cases, world, (target, cases), trace=False, timeout_s=limit + 0.25 * len(cases),
+                           label=f"{report.op}/{report.name}")[0] for _ in range(REPEATS)]
+        for i, (shape, dt, _, _) in enumerate(runs):
+            calls = [[o[r][i]["prompt"] for r in range(world)] for o in outs]
+            differ = next((k for k in range(1, REPEATS) if not _same_bits(calls[0], calls[k])), None)
+            res.n_elements += sum(t.numel() for r in calls[0] for t in r if isinstance(t, torch.Tensor))
+            if differ is not None and res.ok:
+                res.ok, res.diagnosis = False, "nondeterministic_bits"
+                res.shape, res.dtype = dict(shape), dtype_name(dt)
+                res.detail = f"call {differ + 1} differs from call 1 at {shape} (same inputs on every rank)"
+    if res.ok:
+        res.detail = f"{REPEATS} calls on the same inputs, bitwise identical, at every world size of the plan"
+    report.cases.append(res)
 
 
 def _case_inputs(spec: Op, shape: dict, dt: torch.dtype, seed: int, case: str) -> tuple[list, dict]:
