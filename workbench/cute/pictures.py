@@ -50,10 +50,10 @@ def layout_picture(layout: Layout | SwizzledLayout, title: str = "", *, color: s
     head = title or f"{layout}"
     sub = (f"{rows}x{cols} coordinates, offsets 0..{max(max(r) for r in grid)} (CuTe's evaluation)"
            if color == "offset" else f"each cell's bank ({itemsize}-byte elements, 32 banks of 4 bytes)")
-    plots._finish(fig, head, sub, ["Row i, column j is coordinate (i, j); the number is where CuTe puts it."
-                                   if color == "offset" else "Same colour in one column: the same bank."], None)
-    fig.update_xaxes(title_text="column j (mode 1)")
-    fig.update_yaxes(title_text="row i (mode 0)")
+    what = "offset CuTe gives it" if color == "offset" else "bank it sits in (the same colour down a column: one bank)"
+    shown = "the number is the" if label else "hover for the"
+    plots._finish(fig, head, sub, [f"Row i (mode 0), column j (mode 1) is coordinate (i, j); {shown} {what}."], None)
+    fig.update_yaxes(title_text="row i")
     _size_fig(fig, rows, cols)
     return fig
 
@@ -108,13 +108,13 @@ def tv_picture(tv: Layout, tile: tuple[int, int], title: str = "") -> go.Figure:
                                colorbar=dict(title=dict(text="thread"), thickness=12, len=0.8)))
     missing = m * n - len(own)
     sub = f"TV layout {tv}: {threads} threads x {tv.size // threads} values over a {m}x{n} tile"
-    notes = ["Cell (m, n) is element m + M*n of the tile; its label is the thread and value that hold it."]
+    notes = ["Row m, column n (ticks on top) is element m + M*n of the tile; its label is the thread and value that "
+             "hold it."]
     if missing:
         notes.append(f"{missing} elements are held by no thread.")
     if not show:
         notes.append("Labels on hover (the tile is too wide to print them).")
     plots._finish(fig, title or "who holds which element", sub, notes, None)
-    fig.update_xaxes(title_text="column n")
     fig.update_yaxes(title_text="row m")
     _size_fig(fig, m, n)
     return fig
@@ -141,7 +141,10 @@ def swizzle_explorer(tile: Layout | None = None, *, m: int = 3, s: int = 3, bits
 
     def figure(b: int) -> go.Figure:
         name = "no swizzle" if b == 0 else f"Swizzle<{b},{m},{s}>"
-        return bank_picture(request(b), f"ldmatrix.x4 down column 0 of {tile}, {name}")
+        fig = bank_picture(request(b), f"ldmatrix.x4 down column 0 of {tile}, {name}")
+        for tr in fig.data:  # a widget's messages are JSON: empty cells as None, not NaN
+            tr.z = [[None if v != v else v for v in row] for row in tr.z]
+        return fig
 
     fig = go.FigureWidget(figure(bits))
     slider = widgets.IntSlider(value=bits, min=0, max=s, step=1, description="B (bits)", continuous_update=False)

@@ -122,7 +122,7 @@ WRONG = {
          "you returned the index: a layout's offset is the coordinate's dot product with the stride"),
     ),
     "cute_conflict_free_swizzle": (
-        ("Swizzle<B,3,S>: element units", _element_units,
+        ("`Swizzle<B,3,S>`: element units", _element_units,
          "M = 3 keeps 8 units whole: 8 bf16 elements, but the question counts bytes, and a 16-byte chunk is 2^4 "
          "bytes (M = 4); Swizzle<3,3,3> is the same swizzle as Swizzle<3,4,3> only on 2-byte element offsets"),
         ("the 128-byte swizzle for every row width", _always_128,
