@@ -238,6 +238,15 @@ def test_swizzle_explorer_slider_moves_the_bank_map():
         cute.swizzle_explorer(bits=4)
 
 
+def test_a_missing_dsl_is_named(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(_jit, "_RUNNER", None)
+    monkeypatch.setitem(sys.modules, "cutlass", None)  # as if nvidia-cutlass-dsl were not installed
+    with pytest.raises(ImportError, match="pip install nvidia-cutlass-dsl"):
+        cute.coalesce(Layout(4, 1))
+
+
 def test_workbench_import_does_not_import_cutlass():
     import workbench
 

@@ -62,7 +62,7 @@ def _cute_op(name: str, fn: Any) -> Any:
 
     try:
         return _jit.run(fn)
-    except LayoutError:
+    except (LayoutError, ImportError):
         raise
     except Exception as e:  # CuTe's own message is long: keep its first lines
         msg = str(e).strip().splitlines()
@@ -287,7 +287,7 @@ def mma_tv(atom: str = "sm80_16x8x16", atom_layout: tuple[int, int, int] = (1, 1
 
     try:
         return _jit.run(job, arch=_ATOMS[atom][0])
-    except LayoutError:
+    except (LayoutError, ImportError):
         raise
     except Exception as e:
         raise LayoutError(f"wb.cute.mma_tv({atom!r}): CuTe rejected it: {str(e).strip().splitlines()[:3]}") from e

@@ -8,12 +8,9 @@ MLIR values must not leave the trace (they outlive their context and crash the p
 
 
 import itertools
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
-
-os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")  # before cutlass is imported: the arch the wgmma atoms need
 
 _LOCK = threading.Lock()
 _NONCE = itertools.count()
@@ -23,8 +20,13 @@ _RUNNER: Any = None
 def _runner() -> Any:
     global _RUNNER
     if _RUNNER is None:
-        import cutlass
-        import cutlass.cute as cute
+        try:
+            import cutlass
+            import cutlass.cute as cute
+        except ImportError as e:
+            raise ImportError(f"wb.cute asks CuTe itself, and the CuTe DSL is not importable here ({e}): install the "
+                              "project's pin, pip install nvidia-cutlass-dsl==4.8.1 (python -m workbench doctor "
+                              "says what is installed)") from e
 
         @cute.jit
         def run(job: cutlass.Constexpr, nonce: cutlass.Constexpr) -> None:  # nonce: a new trace every call
@@ -37,7 +39,8 @@ def _runner() -> Any:
 def run(job: Callable[[], Any], *, arch: "str | None" = None) -> Any:
     """Return what ``job()`` returns, ``job`` having run inside a CuTe trace (it may call ``cutlass.cute``).
 
-    ``arch`` (``"sm_90a"``, ``"sm_80"``) sets the architecture the atoms are checked against for this call.
+    ``arch`` (``"sm_90a"``, ``"sm_80"``) sets the architecture the atoms are checked against for this call only
+    (the DSL's own setting, restored after it: kernels compiled elsewhere keep theirs).
     """
     out: list[Any] = []
 
