@@ -27,9 +27,11 @@ from . import (  # noqa: F401,E402,E501
     moe_fp8,
     moe_topk,
     reduce_scatter,
+    ring_attention,
     rmsnorm,
     rope,
     softmax,
+    tp_mlp,
     transpose,
     vecadd,
 )

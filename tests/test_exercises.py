@@ -327,6 +327,8 @@ MISTAKES = [
      [("return tl.sum(acc, axis=0)", "return tl.sum(acc, axis=1)")], "scattered"),
     ("rope-pair-index", "GPT-J's first feature with rotate-half's partner: 2i + D/2 runs past the head",
      [("second = first + 1", "second = first + HALF")], "out_of_bounds"),
+    ("ring-attention-overlap", "the received block used without waiting for its irecv",
+     [("        for req in reqs:\n            req.wait()\n", "")], "missing_wait"),
 ]
 
 

@@ -159,6 +159,14 @@ JARGON: dict[str, str] = {
     "load imbalance": r"\bimbalance\b",
     "expert parallelism": r"\bexpert parallelism\b",
     "all-to-all": r"\ball-to-alls?\b",
+    # communication
+    "collective": r"\bcollectives?\b",
+    "NVLink": r"\bNVLink\b",
+    "InfiniBand": r"\bInfiniBand\b",
+    "alpha-beta model": r"\balpha-beta\b",
+    "context parallelism": r"\bcontext parallel\w*",
+    "data parallelism": r"\bdata parallel\w*",
+    "deadlock": r"\bdeadlock\w*",
     # workbench words
     "known-wrong kernel": r"\bknown-wrong\b",
     "poison": r"\bpoison\w*",

@@ -63,7 +63,7 @@ def test_every_topic_and_every_notebook_has_at_least_8_drills():
     assert set(chapters) <= notebooks, set(chapters) - notebooks
     assert {c: n for c, n in chapters.items() if n < 8} == {}
     for nb in ("01-gemm", "02-softmax", "03-flash-attention", "04-fused-moe", "06-decode-attention",
-               "07-norms-and-numerics", "09-cute-layouts"):
+               "07-norms-and-numerics", "08-communication", "09-cute-layouts"):
         assert chapters[nb] >= 8
 
 

@@ -16,7 +16,7 @@ from workbench.registry import BACKENDS, Variant, contract
 OPS = ("vecadd", "gemm", "softmax", "attention", "moe", "rmsnorm", "gemm_fp8", "attention_bwd", "moe_topk",
        "moe_align", "moe_fp8", "transpose", "gemm_fp8_block", "decode_attention", "lse_merge", "decode_attention_q8",
        "layernorm", "layernorm_bwd", "add_rmsnorm", "rope", "gemm_w8a8", "gemm_mxfp4", "all_reduce",
-       "reduce_scatter", "all_gather", "all_to_all")
+       "reduce_scatter", "all_gather", "all_to_all", "ring_attention", "tp_mlp")
 # The five contracts of the foundation issue; later issues add ops (rmsnorm, gemm_fp8, attention_bwd, moe_fp8...).
 FOUNDATION_OPS = ("vecadd", "gemm", "softmax", "attention", "moe")
 # gemm_fp8, gemm_fp8_block and moe_fp8 take fp8 inputs plus scales, attention_bwd returns (dq, dk, dv), moe_topk and
@@ -29,7 +29,8 @@ GENERIC = tuple(o for o in OPS if o not in ("gemm_fp8", "gemm_fp8_block", "atten
                                             "gemm_w8a8", "gemm_mxfp4",  # int8 / packed e2m1 codes with scales
                                             "layernorm_bwd", "rope",  # rope: int32 positions (tests/test_rope.py)
                                             # distributed: inputs per rank (tests/test_comm.py)
-                                            "all_reduce", "reduce_scatter", "all_gather", "all_to_all"))
+                                            "all_reduce", "reduce_scatter", "all_gather", "all_to_all",
+                                            "ring_attention", "tp_mlp"))  # (tests/test_ring_attention.py, ...tp_mlp)
 ZERO_FLOP_OPS = ("transpose",)  # moves bits, computes nothing
 
 def test_ops_are_the_registered_contracts():

@@ -587,16 +587,16 @@ def check(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *,
             raise TypeError(f"check: expected a Variant or a callable, got {type(fn).__name__}")
         name = getattr(fn, "__name__", "fn")
     spec = get_op(op)
+    if not isinstance(fn, Variant):
+        why = _signature_error(fn, spec)
+        if why:
+            raise TypeError(why)
     if spec.distributed:  # all_reduce, ...: run on ranks of a process group (workbench/comm_check.py)
         from workbench.comm_check import check_distributed
 
         return check_distributed(fn, spec, name, shapes=shapes, dtypes=dtypes, seeds=seeds, quick=quick,
                                  time_limit=time_limit, seed=seed, probes=probes, raise_on_fail=raise_on_fail,
                                  deterministic=deterministic, batch_invariant=batch_invariant)
-    if not isinstance(fn, Variant):
-        why = _signature_error(fn, spec)
-        if why:
-            raise TypeError(why)
     if deterministic or batch_invariant:
         from workbench.invariance import check_invariance
 

@@ -23,7 +23,7 @@ from typing import Any
 
 KINDS = ("implement", "spot_the_bug", "napkin", "concept", "profile")
 LEVELS = ("easy", "medium", "hard")
-TOPICS = ("gemm", "softmax", "attention", "moe", "memory", "tensor-cores", "numerics")
+TOPICS = ("gemm", "softmax", "attention", "moe", "memory", "tensor-cores", "numerics", "communication")
 TOPIC_NOTES = {
     "gemm": "tiling, data reuse, split-K, Triton and CUDA C GEMMs",
     "softmax": "row reductions: softmax, online softmax, RMSNorm",
@@ -32,6 +32,7 @@ TOPIC_NOTES = {
     "memory": "bandwidth, coalescing, shared memory, occupancy, tails and grids",
     "tensor-cores": "mma.sync, wgmma, TMA, fp8",
     "numerics": "precision, overflow, special values, determinism",
+    "communication": "collectives, busbw, ring attention, tensor and data parallelism, overlap",
 }
 
 

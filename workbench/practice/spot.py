@@ -87,6 +87,9 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "packing": ("packing", "nibble", "nibbles", "nibble order", "swapped nibbles", "byte order", "unpacking",
                 "unpack", "low nibble", "high nibble", "decode", "decoding", "e2m1 decode"),
     "eps": ("eps", "epsilon", "eps outside the sqrt", "eps outside sqrt", "eps placement", "sqrt", "square root"),
+    "collective": ("missing all-reduce", "missing all reduce", "no all-reduce", "no all reduce", "all-reduce",
+                   "all reduce", "allreduce", "missing collective", "collective", "partial sum", "partial sums",
+                   "missing reduction", "missing sum", "communication", "missing communication"),
 }
 # The mistake each checker diagnosis names (``scattered`` names none: it only says no pattern was found).
 DIAGNOSIS_MISTAKES: dict[str, tuple[str, ...]] = {
@@ -120,6 +123,7 @@ KERNEL_MISTAKES: dict[str, tuple[str, ...]] = {
     "layernorm_bwd/wrong_sum_over_n": ("normalizer", "gradient"),
     "gemm_w8a8/wrong_scale_first": ("precision", "scale"),
     "gemm_mxfp4/wrong_b_nibble_order": ("packing",),
+    "tp_mlp/wrong_no_all_reduce": ("collective",),
 }
 
 
