@@ -126,6 +126,8 @@ def test_bad_input_is_named():
         cute.make_layout((4, 8), (1,))
     with pytest.raises(LayoutError, match="index 8 is outside the 8 threads"):
         cute.local_partition(Layout((8, 16), (16, 1)), Layout((2, 4), (4, 1)), 8)
+    with pytest.raises(LayoutError, match=r"tile coordinate \(2, 0\) is outside the 2x2 tiles"):
+        cute.local_tile(Layout((8, 16), (16, 1)), (4, 8), (2, 0))
     with pytest.raises(LayoutError, match="must be a wb.cute.Layout"):
         cute.coalesce((4, 8))
     with pytest.raises(LayoutError, match="unknown atom"):

@@ -140,6 +140,11 @@ def raked_product(a: Layout, b: Layout) -> Layout:
 def local_tile(layout: Layout, tiler: Sequence[int], coord: Sequence[int]) -> tuple[Layout, int]:
     """Return (tile layout, first offset) of tile ``coord`` when CuTe cuts ``layout`` into ``tiler`` tiles."""
     _check(layout, "layout", "local_tile")
+    tiles = [-(-algebra.size(m.shape) // t) for m, t in zip(layout.modes(), tiler, strict=False)]
+    if len(coord) != len(tiler) or len(tiler) > layout.rank or any(
+            not 0 <= c < n for c, n in zip(coord, tiles, strict=True)):
+        raise LayoutError(f"wb.cute.local_tile: tile coordinate {tuple(coord)} is outside the "
+                          f"{'x'.join(map(str, tiles))} tiles of {tuple(tiler)} that cover {layout}")
 
     def job() -> tuple[Layout, int]:
         cute = _cute()
