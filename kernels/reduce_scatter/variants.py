@@ -4,5 +4,5 @@ from workbench.registry import teaching_order
 
 from . import v1_ring, wrong  # noqa: F401
 
-LADDER = ("torch_reduce_scatter", "ring", "wrong_chunk")
+LADDER = ("torch_reduce_scatter", "ring", "wrong_returns_next_chunk")
 teaching_order("reduce_scatter", LADDER)

@@ -87,6 +87,13 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "packing": ("packing", "nibble", "nibbles", "nibble order", "swapped nibbles", "byte order", "unpacking",
                 "unpack", "low nibble", "high nibble", "decode", "decoding", "e2m1 decode"),
     "eps": ("eps", "epsilon", "eps outside the sqrt", "eps outside sqrt", "eps placement", "sqrt", "square root"),
+    "deadlock": ("deadlock", "dead lock", "hang", "hangs", "blocking send", "send order", "sends first",
+                 "send before receive", "send before recv", "circular wait", "rendezvous", "post the receive first"),
+    "wait": ("missing wait", "wait", "no wait", "read before wait", "early read", "async", "asynchronous",
+             "async handle", "stale", "stale read", "reused buffer", "buffer reuse", "reuse", "reused",
+             "in flight", "send buffer", "receive buffer", "recv buffer", "irecv", "isend"),
+    "chunk_index": ("chunk index", "wrong chunk", "off by one", "ring index", "ring indices", "index",
+                    "indexing", "partial sum", "partial sums", "ring step", "chunk", "own chunk"),
     "collective": ("missing all-reduce", "missing all reduce", "no all-reduce", "no all reduce", "all-reduce",
                    "all reduce", "allreduce", "missing collective", "collective", "partial sum", "partial sums",
                    "missing reduction", "missing sum", "communication", "missing communication"),
@@ -99,6 +106,8 @@ DIAGNOSIS_MISTAKES: dict[str, tuple[str, ...]] = {
     "computed_nan": ("overflow",), "special_values": ("special",), "scale": ("scale",),
     "normalizer": ("normalizer",), "online_rescale": ("rescale",), "causal_diagonal": ("causal",),
     "swiglu": ("activation",), "mutated_input": ("mutated",), "scattered": (), "rope_convention": ("convention",),
+    "deadlock": ("deadlock",), "missing_wait": ("wait",), "partial_sum": ("chunk_index",),
+    "wrong_chunk": ("chunk_index",),
 }
 # Kernels whose mistake is not (only) what their diagnosis names: the checker's word is a pattern, the mistake is
 # the line (a race needs an atomic, not a barrier; a scattered result comes from a missing term).
@@ -124,6 +133,7 @@ KERNEL_MISTAKES: dict[str, tuple[str, ...]] = {
     "gemm_w8a8/wrong_scale_first": ("precision", "scale"),
     "gemm_mxfp4/wrong_b_nibble_order": ("packing",),
     "tp_mlp/wrong_no_all_reduce": ("collective",),
+    "all_gather/wrong_own_piece_missing": ("unwritten",),
 }
 
 
