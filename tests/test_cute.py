@@ -203,6 +203,22 @@ def test_sm80_mma_tv_layout_is_the_ptx_fragment():
     assert text[0][0] == "T0V0" and text[0][2] == "T1V0" and text[1][0] == "T4V0" and text[8][0] == "T0V2"
 
 
+def test_ldmatrix_request_is_cutes_tiled_copy():
+    cp = cute.copy_tv("sm80_ldmatrix_x4_A")
+    assert (cp.tile, cp.threads) == ((16, 16), 32)
+    src = cute.evaluate(cp.tv_src)
+    values = cp.tv_src.size // 32
+    req = cute.ldmatrix(Layout((16, 16), (16, 1)))  # a row-major 16x16 tile: offset = 16 * row + column
+    for a in req.accesses:  # lane t's row address is where CuTe's TiledCopy starts thread t's values
+        first = src[a.lane]  # value 0 of thread a.lane, column-major index m + 16 * k
+        assert (first % 16, first // 16) == divmod(a.addr // 2, 16), a.lane
+        assert sorted(src[a.lane + 32 * v] // 16 for v in range(values)) == list(range(first // 16, first // 16 + 8))
+    dst, mma_a = cute.evaluate(cp.tv_dst), cute.evaluate(cute.mma_tv("sm80_16x8x16").tv_a)
+    assert dst == mma_a  # the copy hands each thread exactly the A fragment mma.sync expects
+    with pytest.raises(LayoutError, match="unknown copy"):
+        cute.copy_tv("sm90_tma")
+
+
 def test_sm90_wgmma_tv_layouts():
     m = cute.mma_tv("sm90_64x64x16", (2, 1, 1))
     assert (m.atom, m.tile, m.threads) == ((64, 64, 16), (128, 64, 16), 256)

@@ -22,11 +22,11 @@ from typing import Any
 from workbench.cute import algebra
 from workbench.cute.algebra import Layout, LayoutError, Swizzle, SwizzledLayout
 
-__all__ = ["BankCount", "Layout", "LayoutError", "Swizzle", "SwizzledLayout", "TiledMMA", "algebra", "bank_count",
-           "bank_picture", "blocked_product", "coalesce", "complement", "composition", "cp_async", "evaluate",
-           "evaluate_many", "layout_picture", "ldmatrix", "local_partition", "local_tile", "logical_divide",
-           "logical_product", "make_layout", "mma_tv", "raked_product", "request", "swizzle", "swizzle_explorer",
-           "table", "try_answer", "tv_picture", "wgmma_read", "zipped_divide"]
+__all__ = ["BankCount", "Layout", "LayoutError", "Swizzle", "SwizzledLayout", "TiledCopy", "TiledMMA", "algebra",
+           "bank_count", "bank_picture", "blocked_product", "coalesce", "complement", "composition", "copy_tv",
+           "cp_async", "evaluate", "evaluate_many", "layout_picture", "ldmatrix", "local_partition", "local_tile",
+           "logical_divide", "logical_product", "make_layout", "mma_tv", "raked_product", "request", "swizzle",
+           "swizzle_explorer", "table", "try_answer", "tv_picture", "wgmma_read", "zipped_divide"]
 
 AnyLayout = Layout | SwizzledLayout
 
@@ -296,6 +296,53 @@ def mma_tv(atom: str = "sm80_16x8x16", atom_layout: tuple[int, int, int] = (1, 1
         raise
     except Exception as e:
         raise LayoutError(f"wb.cute.mma_tv({atom!r}): CuTe rejected it: {str(e).strip().splitlines()[:3]}") from e
+
+
+@dataclass(frozen=True)
+class TiledCopy:
+    """The thread-value layouts of a tiled copy, read from CuTe.
+
+    ``tv_src`` maps (thread, value) to the element of the tile (column-major index) the thread reads, ``tv_dst`` to
+    the element it ends up holding; ``tile`` is the (M, K) tile the copy covers.
+    """
+
+    name: str
+    tile: tuple[int, int]
+    threads: int
+    tv_src: Layout
+    tv_dst: Layout
+
+
+_COPIES = {"sm80_ldmatrix_x4_A": "the A operand of mma.sync m16n8k16, loaded by ldmatrix.x4 (bf16)"}
+
+
+def copy_tv(copy: str = "sm80_ldmatrix_x4_A") -> TiledCopy:
+    """Return the TV layouts of CuTe's TiledCopy ``copy``: ``"sm80_ldmatrix_x4_A"`` is ``make_tiled_copy_A`` of an
+    ldmatrix.x4 copy atom for the SM80 bf16 mma.sync m16n8k16 (who gives which row address, who receives what)."""
+    if copy not in _COPIES:
+        raise LayoutError(f"wb.cute.copy_tv: unknown copy {copy!r}; known: {', '.join(_COPIES)}")
+
+    def job() -> TiledCopy:
+        import cutlass
+        from cutlass.cute.nvgpu import warp
+
+        cute = _cute()
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.BFloat16)
+        mma = cute.make_tiled_mma(_make_op("sm80_16x8x16", False))
+        tc = cute.make_tiled_copy_A(atom, mma)
+        from workbench.cute._jit import to_py
+
+        tile = tuple(to_py(cute.size(t)) for t in tc.tiler_mn)
+        return TiledCopy(copy, tile, int(tc.size), _back(tc.layout_src_tv_tiled), _back(tc.layout_dst_tv_tiled))
+
+    from workbench.cute import _jit
+
+    try:
+        return _jit.run(job, arch="sm_80")
+    except (LayoutError, ImportError):
+        raise
+    except Exception as e:
+        raise LayoutError(f"wb.cute.copy_tv({copy!r}): CuTe rejected it: {str(e).strip().splitlines()[:3]}") from e
 
 
 # ------------------------------------------------------------------------------------------ the exercises
