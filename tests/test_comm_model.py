@@ -128,6 +128,11 @@ def test_ring_attention_model_overlap_and_causal_imbalance():
     compute = [sum(e["t_end"] - e["t_start"] for e in overlapped if e["rank"] == r and e["op"] == "compute")
                for r in range(8)]
     assert compute[7] == pytest.approx(compute[0] * 15)  # rank 0: half a block; rank 7: 7 full + half
+    rank0 = [e for e in blocking if e["rank"] == 0]
+    xfer = max(e["t_end"] - e["t_start"] for e in rank0 if e["op"] == "recv")
+    own = compute[0] + 7 * xfer  # what rank 0 would take alone: it waits for its busier neighbours' blocks
+    assert max(e["t_end"] for e in rank0) > 2 * own
+    assert any(e["op"] == "wait" for e in rank0)
     sends = [e for e in blocking if e["op"] == "send" and e["rank"] == 3]
     assert len(sends) == 7 and all(e["peer"] == 4 for e in sends)
     with pytest.raises(ValueError, match="equal shards"):

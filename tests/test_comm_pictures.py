@@ -65,4 +65,18 @@ def test_stacked_timelines_have_their_own_axes_and_labels():
     assert fig.layout.xaxis.title.text == "time (us)" and fig.layout.xaxis2.title.text == "time (us)"
     lanes = set(fig.layout.yaxis2.categoryarray)
     assert lanes == {f"rank {r} {k}" for r in range(8) for k in ("compute", "comm")}
-    assert fig.layout.height >= 26 * (6 + 16)
+    assert fig.layout.height >= 20 * (6 + 16)
+
+
+def test_busbw_explorer_redraws_the_model_for_another_world_and_link():
+    rows = [dict(name="ring", bytes=1024, busbw_GBps=0.5, world=4)]
+    box = cp.busbw_explorer(SIZES, measured=rows)
+    ring = lambda: next(t for t in box.figure.data if t.legendgroup == "model" and t.name == "ring")  # noqa: E731
+    before = list(ring().y)
+    box.world_slider.value = 2
+    assert list(ring().y) != before
+    assert ring().y[0] == pytest.approx(cm.all_reduce_model("ring", SIZES[0], 2).busbw_gbs)
+    box.link_dropdown.value = "ib_ndr"
+    assert ring().y[-1] == pytest.approx(cm.all_reduce_model("ring", SIZES[-1], 2, "ib_ndr").busbw_gbs)
+    assert "InfiniBand" in box.figure.layout.title.text
+    assert [t.y[0] for t in box.figure.data if t.legendgroup == "measured"] == [0.5]

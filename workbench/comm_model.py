@@ -336,9 +336,10 @@ def ring_attention_events(seq: int, heads: int, head_dim: int, world: int, *, ca
     """Return the model's timeline of ring attention over ``seq`` tokens on ``world`` GPUs (contiguous shards).
 
     A block's attention costs ``4 B H S^2 D`` FLOPs at the device's dense peak (half on the causal diagonal, none
-    for a block that is fully masked), its K/V transfer ``alpha + 2 B H S D e / B_link``. Blocking: each step is
-    compute, then transfer; overlapped: the transfer runs during the compute and the rank waits only for what is
-    left of it. Events as in :func:`model_events` (ops compute, send, recv, wait).
+    for a fully masked block), its K/V transfer ``alpha + 2 B H S D e / B_link``. A transfer from rank r - 1 to
+    rank r starts once both have posted it: blocking ranks post after their compute, overlapped ranks before it
+    (and wait after it). So a rank with little to compute still waits for its neighbours' blocks: the busiest rank
+    sets the pace. Events as in :func:`model_events` (ops compute, send, recv, wait).
     """
     n = _world(world, "ring_attention_events")
     if seq % n:
@@ -346,30 +347,37 @@ def ring_attention_events(seq: int, heads: int, head_dim: int, world: int, *, ca
     s = seq // n
     e = 2 if dtype in ("bfloat16", "float16") else 4
     spec = hardware.get_link(link)
-    flops_block = 4.0 * batch * heads * s * s * head_dim
-    t_full = flops_block / (hardware.peak_tflops(device, dtype) * 1e12)
-    t_xfer = spec.latency_us * 1e-6 + 2 * batch * heads * s * head_dim * e / (spec.bandwidth_gbs * 1e9)
+    t_full = 4.0 * batch * heads * s * s * head_dim / (hardware.peak_tflops(device, dtype) * 1e12)
+    nbytes = 2 * batch * heads * s * head_dim * e
+    t_xfer = spec.latency_us * 1e-6 + nbytes / (spec.bandwidth_gbs * 1e9)
     events: list[dict[str, Any]] = []
-    for rank in range(n):
-        t = 0.0
-        for step in range(n):
+    start = [0.0] * n  # when each rank begins the step
+    for step in range(n):
+        comp = []
+        for rank in range(n):
             src = (rank - step) % n
             frac = 1.0 if not causal or src < rank else (0.5 if src == rank else 0.0)
-            comp = t_full * frac
-            nbytes = 2 * batch * heads * s * head_dim * e
-            xfer = step < n - 1
-            if comp:
-                events.append(dict(rank=rank, op="compute", peer=None, bytes=0, t_start=t, t_end=t + comp,
-                                   note=f"block of rank {src}"))
-            if not xfer:
-                t += comp
-                continue
-            start = t if overlapped else t + comp
-            for op, peer in (("send", (rank + 1) % n), ("recv", (rank - 1) % n)):
-                events.append(dict(rank=rank, op=op, peer=peer, bytes=nbytes, t_start=start, t_end=start + t_xfer))
-            end = max(t + comp, start + t_xfer)
-            if overlapped and end > t + comp:
-                events.append(dict(rank=rank, op="wait", peer=(rank - 1) % n, bytes=nbytes, t_start=t + comp,
+            comp.append(t_full * frac)
+            if comp[rank]:
+                events.append(dict(rank=rank, op="compute", peer=None, bytes=0, t_start=start[rank],
+                                   t_end=start[rank] + comp[rank], note=f"block of rank {src}"))
+        done = [start[r] + comp[r] for r in range(n)]
+        if step == n - 1:
+            break
+        posted = start if overlapped else done  # when each rank posts its isend and irecv
+        xfer_start = [max(posted[(r - 1) % n], posted[r]) for r in range(n)]  # the message from r - 1 to r
+        nxt = []
+        for rank in range(n):
+            right = (rank + 1) % n
+            recv0, send0 = xfer_start[rank], xfer_start[right]
+            events.append(dict(rank=rank, op="recv", peer=(rank - 1) % n, bytes=nbytes, t_start=recv0,
+                               t_end=recv0 + t_xfer))
+            events.append(dict(rank=rank, op="send", peer=right, bytes=nbytes, t_start=send0, t_end=send0 + t_xfer))
+            end = max(done[rank], recv0 + t_xfer, send0 + t_xfer)
+            idle_from = done[rank] if overlapped else posted[rank]
+            if end > idle_from and (overlapped or recv0 > posted[rank] or send0 > posted[rank]):
+                events.append(dict(rank=rank, op="wait", peer=(rank - 1) % n, bytes=nbytes, t_start=idle_from,
                                    t_end=end))
-            t = end
+            nxt.append(end)
+        start = nxt
     return events

@@ -22,14 +22,14 @@ from plotly.subplots import make_subplots
 from workbench import comm_model, hardware
 from workbench.plots import _finish, _wrap
 
-__all__ = ["EMULATED_LABEL", "KIND_COLORS", "MEASURED_LABEL", "busbw_figure", "event_kind", "timeline_figure",
-           "timelines_figure"]
+__all__ = ["EMULATED_LABEL", "KIND_COLORS", "MEASURED_LABEL", "busbw_explorer", "busbw_figure", "event_kind",
+           "timeline_figure", "timelines_figure"]
 
 MEASURED_LABEL = "gloo, this CPU"
 EMULATED_LABEL = "emulated wall time (gloo, CPU)"
 #: Bar colours by kind of event, Nsight-like: compute blue, sends orange, receives green, waits red.
-KIND_COLORS = {"compute": "#1f77b4", "send": "#ff7f0e", "recv": "#2ca02c", "wait": "#d62728",
-               "collective": "#9467bd", "mark": "#444444"}
+KIND_COLORS = {"compute": "#1f77b4", "wait": "#d62728", "send": "#ff7f0e", "recv": "#2ca02c",
+               "collective": "#9467bd", "mark": "#444444"}  # in drawing order: transfers over the waits
 _ALG_COLORS = {"naive": "#7f7f7f", "ring": "#1f77b4", "halving_doubling": "#2ca02c", "ring_pipelined": "#ff7f0e",
                "tree": "#9467bd"}
 _COLLECTIVE_OPS = {"all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
@@ -99,6 +99,38 @@ def busbw_figure(sizes: Iterable[float], world: int = 8, *, link: str = "nvlink4
                      "loopback TCP, not a GPU link).")
     head = title or f"all-reduce busbw against message size ({world} ranks, model)"
     return _finish(fig, head, "", notes, None)
+
+
+def busbw_explorer(sizes: Iterable[float], *, world: int = 8, link: str = "nvlink4",
+                   measured: Sequence[Mapping[str, Any]] | None = None,
+                   fits: Sequence[Mapping[str, Any]] | None = None) -> Any:
+    """Return :func:`busbw_figure` under a world-size slider and a link dropdown (an ipywidgets VBox).
+
+    Moving the slider or picking another link of :data:`workbench.hardware.LINKS` redraws the model's lines; the
+    measured points and fitted lines stay. The box exposes ``world_slider``, ``link_dropdown`` and ``figure``.
+    """
+    import ipywidgets as widgets
+
+    from workbench.plots import _sync
+
+    def figure(n: int, key: str) -> go.Figure:
+        name = hardware.get_link(key).name.split(" (")[0]
+        title = f"all-reduce busbw: model for {n} GPUs on {name}" + (", measured on gloo here" if measured else "")
+        return busbw_figure(sizes, n, link=key, measured=measured, fits=fits, title=title)
+
+    fig = go.FigureWidget(figure(world, link))
+    slider = widgets.IntSlider(value=world, min=2, max=64, step=1, description="GPUs", continuous_update=False)
+    dropdown = widgets.Dropdown(options=[(v.name.split(" (")[0], k) for k, v in hardware.LINKS.items()], value=link,
+                                description="link")
+
+    def refresh(*_: Any) -> None:
+        _sync(fig, figure(slider.value, dropdown.value))
+
+    slider.observe(refresh, names="value")
+    dropdown.observe(refresh, names="value")
+    box = widgets.VBox([widgets.HBox([slider, dropdown]), fig])
+    box.world_slider, box.link_dropdown, box.figure = slider, dropdown, fig
+    return box
 
 
 # ------------------------------------------------------------------------------------------------------- timelines
@@ -186,17 +218,22 @@ def timelines_figure(panels: Sequence[tuple[str, Sequence[Any]]], *, title: str 
     if not panels:
         raise ValueError("timelines_figure: needs at least one (label, events) panel")
     lanes = [2 * len(_lanes(ev)[1]) for _, ev in panels]
-    fig = make_subplots(rows=len(panels), cols=1, vertical_spacing=0.1 if len(panels) > 1 else 0.0,
+    height = 140 + 20 * sum(lanes) + 90 * len(panels)
+    gap_px = 95  # between panels: the time axis's title above, the next panel's label below
+    plot_px = height - 140  # the figure's height less the margins _finish leaves for the title and the axis
+    fig = make_subplots(rows=len(panels), cols=1, vertical_spacing=min(0.4, gap_px / plot_px) if len(panels) > 1
+                        else 0.0,
                         row_heights=[n / sum(lanes) for n in lanes],
-                        subplot_titles=["<br>".join(_wrap(label, 80)) for label, _ in panels])
+                        subplot_titles=["<br>".join(_wrap(label, 72)) for label, _ in panels])
+    for a in fig.layout.annotations:  # the panels' labels: small enough for JupyterLab's default width
+        a.font = dict(size=12)
     shown: set[str] = set()
     for i, (_, events) in enumerate(panels, 1):
         unit = _add_timeline(fig, events, i, shown)
         fig.update_xaxes(title_text=f"time ({unit})", row=i, col=1, rangemode="tozero")
     fig.update_layout(barmode="overlay", bargap=0.25)
     out = _finish(fig, title, "", [], None)
-    out.update_layout(height=140 + 26 * sum(lanes) + 70 * len(panels),
-                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left"))
+    out.update_layout(height=height, legend=dict(tracegroupgap=2))
     return out
 
 
