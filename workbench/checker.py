@@ -49,6 +49,13 @@ check adds probes: shapes drawn per call (the report names the seed), each flag 
 case past 2^16 elements, and repeats of one case, where a different verdict on the same inputs is
 ``nondeterministic``.
 
+A distributed op (``Op.distributed``: all_reduce, reduce_scatter, ...) runs on the ranks of a process group
+(:mod:`workbench.comm_check`), each case under two fault plans, which names its own mistakes: ``deadlock`` (every
+unfinished rank waits in a communication call past the time limit; the detail names each rank's call),
+``missing_wait`` (the outputs differ between the plans: a buffer read before ``wait()`` or reused while a send is
+in flight), ``partial_sum`` (elements hold the sum over only some ranks), ``wrong_chunk`` (a rank returned another
+rank's chunk) and, for the bus-bandwidth exercise, ``bus_factor``.
+
 Two more modes judge bits, not closeness (:mod:`workbench.invariance`): ``check(..., deterministic=True)`` calls
 the function several times on the same inputs, ``nondeterministic_bits`` when the outputs differ in any bit, and
 ``check(..., batch_invariant=True)`` computes each row in batches of 64, 7 and 1, ``batch_variant`` when a row's
@@ -167,6 +174,22 @@ DIAGNOSES = {
                      "from the batch (a split count from B against the SM count, split-K when M is small, a tile "
                      "or config chosen per shape); fix the split size, not the count, so each row is reduced the "
                      "same way whatever the batch",
+
+    "deadlock": "the ranks wait for each other forever: every unfinished rank sits in a communication call whose "
+                "peer never posts the matching one (a blocking send to a rank that is itself sending, a receive "
+                "from the wrong peer, a collective some ranks skip); post receives first (irecv) or pair the calls "
+                "with isend/irecv",
+    "missing_wait": "the result depends on when messages land: a buffer was read before wait() on its irecv handle, "
+                    "or a send buffer was changed (reused) before wait() on its isend handle; under the checker's "
+                    "two fault plans (data landing only at wait(), sends reading their buffer late) the outputs differ",
+    "partial_sum": "elements hold the sum over only some of the ranks: a chunk was forwarded before it was fully "
+                   "reduced (a ring's chunk index off by one: after the reduce-scatter rank r owns chunk r + 1), or "
+                   "a step or a rank's contribution was skipped",
+    "bus_factor": "the factor is not the bytes each rank's link carries divided by S, as traced in the ring: count "
+                  "the ring's steps and what each step sends (an all-reduce is a reduce-scatter then an all-gather)",
+    "wrong_chunk": "a rank returned another rank's chunk of the result (rank r must get chunk r of the sum, in "
+                   "tensor_split's layout): the ring's indices are shifted by one, so the chunk a rank completes "
+                   "is not its own",
     "error": "the kernel raised an exception",
     "bad_output": "the kernel returned an output of the wrong type, shape, dtype or device (or a torch.Tensor "
                   "subclass, which could change how it compares: return a plain torch.Tensor)",

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import torch
 
-from workbench.checker import DIAGNOSES, CaseResult, CheckReport, _compare_outputs, _fmt
+from workbench.checker import CaseResult, CheckReport, _compare_outputs, _fmt
 from workbench.comm_pool import CommTimeout, RankError, pool, ship, unship
 from workbench.comm_trace import Faults, current
 from workbench.registry import Op, OpError, Variant, as_dtype, dtype_name, poisoning
@@ -46,21 +46,6 @@ PLANS: dict[str, Faults] = {
 #: Seconds a case may take before its job counts as hung (``check(..., time_limit=)`` sets it).
 CASE_LIMIT_S = 4.0
 
-DIAGNOSES.update({
-    "deadlock": "the ranks wait for each other forever: every unfinished rank sits in a communication call whose "
-                "peer never posts the matching one (a blocking send to a rank that is itself sending, a receive "
-                "from the wrong peer, a collective some ranks skip); post receives first (irecv) or pair the calls "
-                "with isend/irecv",
-    "missing_wait": "the result depends on when messages land: a buffer was read before wait() on its irecv handle, "
-                    "or a send buffer was changed (reused) before wait() on its isend handle; under the checker's "
-                    "two fault plans (data landing only at wait(), sends reading their buffer late) the outputs differ",
-    "partial_sum": "elements hold the sum over only some of the ranks: a chunk was forwarded before it was fully "
-                   "reduced (a ring's chunk index off by one: after the reduce-scatter rank r owns chunk r + 1), or "
-                   "a step or a rank's contribution was skipped",
-    "wrong_chunk": "a rank returned another rank's chunk of the result (rank r must get chunk r of the sum, in "
-                   "tensor_split's layout): the ring's indices are shifted by one, so the chunk a rank completes "
-                   "is not its own",
-})
 
 
 # ------------------------------------------------------------------------------------------------ the plan

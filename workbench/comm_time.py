@@ -92,3 +92,78 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{r['op'] + '/' + r['name']:32} {r['world']:>5} {r['bytes']:>12,} {r['t_s'] * 1e6:>8.1f} us "
                      f"{r['algbw_GBps']:>7.3f} GB/s {r['busbw_GBps']:>6.3f} GB/s")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------ the bus factor
+#: The ring (or pairwise) variant whose traffic defines each collective's bus factor, and its S.
+TRAFFIC_VARIANTS = {"all_reduce": "ring", "reduce_scatter": "ring", "all_gather": "ring", "all_to_all": "pairwise"}
+TRAFFIC_N = 60  # elements per rank's vector: divisible by every world 1..5, so every chunk is S / n exactly
+TRAFFIC_D = 4  # all_to_all: columns of a row; each rank sends 3 rows to each rank
+
+
+def _rank_traffic(rank: int, world: int, dev: torch.device) -> dict[str, tuple[int, int]]:
+    """Run each collective's ring variant once; return {op: (bytes this rank sent, S)} (a pool rank, traced)."""
+    from workbench.comm_trace import current
+
+    tracer = current()
+    out = {}
+    for op, name in TRAFFIC_VARIANTS.items():
+        g = torch.Generator().manual_seed(rank)
+        if op == "all_to_all":
+            x = torch.randn(3 * world, TRAFFIC_D, generator=g)
+            args: tuple = (x, torch.full((world,), 3, dtype=torch.int64))
+            s = x.numel() * 4  # what one rank sends, its own block included
+        elif op == "all_gather":
+            x = torch.randn(TRAFFIC_N // world, generator=g)
+            args, s = (x,), TRAFFIC_N * 4  # S of an all-gather: the gathered output
+        else:
+            args, s = (torch.randn(TRAFFIC_N, generator=g),), TRAFFIC_N * 4
+        before = len(tracer.events)
+        variant(op, name).fn(*args, None)
+        sent = sum(e.bytes for e in tracer.events[before:] if e.op in ("isend", "send") and e.peer != rank)
+        if op == "all_to_all":  # the counts go first (one int64 to each peer): not data, S does not count them
+            sent -= 8 * (world - 1)
+        out[op] = (sent, s)
+    return out
+
+
+_TRAFFIC: dict[int, dict[str, float]] = {}
+
+
+def measured_bus_factors(world: int) -> dict[str, float]:
+    """Return {op: bytes each rank's link carries / S}, measured by tracing one run of each ring on ``world`` ranks."""
+    if world not in _TRAFFIC:
+        per_rank = pool().run(_rank_traffic, world, (), label=f"ring traffic, world {world}")[0]
+        _TRAFFIC[world] = {op: max(r[op][0] for r in per_rank) / per_rank[0][op][1] for op in TRAFFIC_VARIANTS}
+    return _TRAFFIC[world]
+
+
+def check_bus_factor(fn: Any, worlds: Sequence[int] = (1, 2, 3, 4, 5), **_: Any) -> Any:
+    """Check a learner's ``bus_factor(op, n)`` against the traffic the rings really send, per op and world size.
+
+    Each ring variant runs once per world on the pool with the tracer on; the bytes a rank sends to other ranks
+    divided by S is the factor nccl-tests multiplies algbw by. Returns a CheckReport with one run per (op, world).
+    """
+    from workbench.checker import CaseResult, CheckReport
+
+    report = CheckReport(op="all_reduce", name=getattr(fn, "__name__", "fn"), cases=[])  # the exercise's op
+    for world in worlds:
+        want = measured_bus_factors(world)
+        for op, expected in want.items():
+            res = CaseResult(shape={"op": op, "world": world}, dtype="float64", seed=0, case="random", ok=False,
+                             n_elements=1)
+            try:
+                got = float(fn(op, world))
+            except Exception as e:  # noqa: BLE001  (the learner's function raising is a failed run)
+                res.diagnosis, res.detail = "error", f"{type(e).__name__}: {e}"
+                report.cases.append(res)
+                continue
+            res.max_abs_err = abs(got - expected)
+            res.ok = res.max_abs_err <= 1e-9
+            if not res.ok:
+                res.n_mismatch, res.diagnosis = 1, "bus_factor"
+                res.first_indices = [(0,)]
+                res.worst = {"index": (0,), "got": f"{got:.6g}", "expected": f"{expected:.6g}",
+                             "abs_err": res.max_abs_err, "tol": 1e-9}
+            report.cases.append(res)
+    return report

@@ -51,6 +51,9 @@ class Exercise:
     check_kw: dict[str, Any] = field(default_factory=dict)  # shapes/dtypes/seeds for the checker
     backend: str | None = None  # "cuda" or "triton": the check refuses work not done by that backend's launches
     source: Path | None = None  # the exercises.toml that declares it
+    # "module:function" checking an exercise whose function is not an op's kernel (the bus factor of a collective):
+    # called as checker(fn, **check_kw) -> CheckReport instead of wb.check(fn, op, ...)
+    checker: str | None = None
     _hints_shown: int = 0
     _opened: float = field(default_factory=time.monotonic, repr=False)  # when exercise(id) last handed it out
     _solution_seen: bool = field(default=False, repr=False)  # solution() shown since then
@@ -135,7 +138,10 @@ class Exercise:
         """Check ``fn`` with friendly, graded feedback; returns the checker's report (truthy when correct)."""
         if not callable(fn):
             raise TypeError(f"exercise {self.id}: check() takes your function {self.entry}, got {type(fn).__name__}")
-        if self.backend is None:
+        if self.checker is not None:
+            self._check_signature(fn)
+            report = _resolve(self.checker)(fn, **self.check_kw)
+        elif self.backend is None:
             report = check(fn, self.op, **self.check_kw)  # a wrong signature raises a TypeError naming the expected one
         else:
             report = self._check_backend(fn)
@@ -145,6 +151,22 @@ class Exercise:
                      revealed_before=self._solution_seen)
         print(text)
         return report
+
+    def _check_signature(self, fn: Callable) -> None:
+        """Raise TypeError when ``fn`` cannot be called like the solution's entry (an exercise with its own checker)."""
+        try:
+            got = _inspect.signature(fn)
+        except (TypeError, ValueError):
+            return
+        want = _inspect.signature(load_entry(self.solution_file, self.entry))
+        kinds = (_inspect.Parameter.POSITIONAL_ONLY, _inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        required = [p for p in got.parameters.values() if p.kind in kinds and p.default is p.empty]
+        positional = [p for p in got.parameters.values() if p.kind in kinds]
+        n = len([p for p in want.parameters.values() if p.kind in kinds and p.default is p.empty])
+        has_var = any(p.kind == p.VAR_POSITIONAL for p in got.parameters.values())
+        if len(required) > n or (len(positional) < n and not has_var):
+            raise TypeError(f"exercise {self.id}: your function has signature {getattr(fn, '__name__', 'fn')}{got}, "
+                            f"but it is called as {self.entry}{want}")
 
     def _check_backend(self, fn: Callable) -> CheckReport:
         """Check ``fn`` under the implement drills' rule: the exercise's backend launches do the work."""
@@ -208,6 +230,14 @@ class Exercise:
         return "\n".join(lines)
 
 
+def _resolve(path: str) -> Callable:
+    """Return the function a 'module:function' path names."""
+    import importlib
+
+    mod, _, name = path.partition(":")
+    return getattr(importlib.import_module(mod), name)
+
+
 def _kwargs(shape: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in shape.items())
 
@@ -263,10 +293,13 @@ def register_exercise(id: str, *, here: str, starter: str | None = None, **table
         raise TypeError(f"exercise {id}: starter files are generated from the solution's learner regions "
                         "(workbench.practice.starters); mark them in the solution file and drop starter=")
     table = {"id": id, **table}
+    checker = table.pop("checker", None)
+    if checker is not None and (not isinstance(checker, str) or ":" not in checker):
+        raise TypeError(f"exercise {id}: checker must be 'module:function', got {checker!r}")
     spec = parse_spec(f"{here}: exercise {id!r}", table, EXERCISE_KEYS, (*EXERCISE_KEYS, "statement", "hints"))
     ex = Exercise(id=id, title=table["title"], op=table["op"], statement=spec.statement,
                   solution_file=Path(here).parent / table["solution"], entry=table["entry"], hints=list(spec.hints),
-                  check_kw=dict(spec.check), backend=spec.backend)
+                  check_kw=dict(spec.check), backend=spec.backend, checker=checker)
     _EXERCISES[id] = ex
     return ex
 
