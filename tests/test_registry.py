@@ -78,7 +78,8 @@ def test_torch_baseline_registered_with_the_contract(op):
     extra = {"attention": 5, "attention_bwd": 1, "moe": int(hasattr(torch, "_grouped_mm")),
              "decode_attention": 1, "layernorm_bwd": 1,
              # the collectives' ladders are torch.distributed code: naive, ring, halving-doubling, pipelined ring...
-             "all_reduce": 4, "reduce_scatter": 1, "all_gather": 1, "all_to_all": 1}.get(op, 0)
+             "all_reduce": 4, "reduce_scatter": 1, "all_gather": 1, "all_to_all": 1,
+             "ring_attention": 2}.get(op, 0)  # the blocking and the overlapped ring
     assert len(torch_vs) == 1 + extra, [v.name for v in torch_vs]
 
 

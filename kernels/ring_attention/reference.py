@@ -28,10 +28,11 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.distributed as dist
 
 from kernels.decode_attention.reference import merge_without_rescale, torch_merge
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, contract, register_op
+from workbench.registry import Op, contract, register, register_op
 
 OP_NAME = "ring_attention"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -192,3 +193,27 @@ OP = register_op(Op(
     distributed=True,
     doc="Context parallelism: attention over a sequence sharded across ranks, K/V blocks passed around a ring.",
 ))
+
+
+# ------------------------------------------------------------------------------------------------ the baseline
+# Gather every rank's K and V (one all_gather each), then one local attention over the whole sequence: simple and
+# correct, and what the ring avoids: every rank holds the whole sequence's K and V at once (memory grows with
+# world * S) and computes nothing until the gather is done.
+
+
+@register("ring_attention", "torch_allgather", backend="torch",
+          idea="Baseline: all_gather K and V from every rank, then one (causal-offset) attention over them.")
+def torch_allgather(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group: object = None,
+                    causal: bool = False) -> torch.Tensor:
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    ks, vs = [torch.empty_like(k) for _ in range(world)], [torch.empty_like(v) for _ in range(world)]
+    dist.all_gather(ks, k.contiguous(), group=group)
+    dist.all_gather(vs, v.contiguous(), group=group)
+    kk, vv = torch.cat(ks[:rank + 1] if causal else ks, dim=2), torch.cat(vs[:rank + 1] if causal else vs, dim=2)
+    s = q.shape[2]
+    scores = (q.float() @ kk.float().transpose(-1, -2)) / q.shape[-1] ** 0.5
+    if causal:  # query i of rank r sits at r*S + i and sees keys j <= r*S + i
+        i = torch.arange(s, device=q.device)[:, None] + rank * s
+        j = torch.arange(kk.shape[2], device=q.device)[None, :]
+        scores = scores.masked_fill(j > i, float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ vv.float()).to(q.dtype)

@@ -1,13 +1,13 @@
 """Register the ring_attention variants; ``LADDER`` is their teaching order.
 
-The all-gather baseline first (every rank holds the whole K/V), then the ring: blocking (exchange, then compute),
-overlapped (the next block in flight while this one computes); the known-wrong merge last.
+The all-gather baseline first (every rank holds the whole K/V; in reference.py), then the ring: blocking
+(exchange, then compute), overlapped (the next block in flight while this one computes); the known-wrong merge
+last.
 """
 
 from workbench.registry import teaching_order
 
 from . import (  # noqa: F401
-    v0_allgather,
     v1_ring_blocking,
     v2_ring_overlapped,
     wrong,  # wrong_merge_no_rescale: the running output not rescaled when the max grows

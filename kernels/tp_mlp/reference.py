@@ -21,9 +21,11 @@ whatever ``F``: :func:`workbench.comm_model.tp_allreduce_vs_gemm` prices it agai
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
+from workbench import comm
 from workbench.contracts import elem_size, randn, require, require_same_dtype, require_tensor
-from workbench.registry import Op, contract, register_op
+from workbench.registry import Op, contract, register, register_op
 
 OP_NAME = "tp_mlp"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -127,3 +129,21 @@ OP = register_op(Op(
     distributed=True,
     doc="Megatron tensor-parallel MLP: column-parallel GEMM, GELU, row-parallel GEMM, one all-reduce of [T, H].",
 ))
+
+
+# ------------------------------------------------------------------------------------------------ the baseline
+# tp_mlp the Megatron way: each rank's hidden features, its partial sum of y, and torch's all-reduce.
+#
+# Rank r multiplies x by its columns of w1 (no communication: GELU acts on each hidden feature alone), then its
+# hidden features by its rows of w2: a partial sum of y over the features it owns. ``dist.all_reduce`` adds the
+# partials in place (NCCL's ring or tree on GPUs, gloo's here); every rank ends with the whole y. The GEMMs run in
+# fp32 and the partial is all-reduced in the op's dtype, as Megatron all-reduces bf16 activations.
+
+
+@register("tp_mlp", "megatron", backend="torch",
+          idea="Column-parallel x @ w1_shard, GELU, row-parallel @ w2_shard (a partial y), one all_reduce(sum).")
+def megatron(x: torch.Tensor, w1_shard: torch.Tensor, w2_shard: torch.Tensor, group: object = None) -> torch.Tensor:
+    with comm.span("compute", note="x @ w1_shard, gelu, @ w2_shard"):
+        partial = (gelu_tanh(x.float() @ w1_shard.float()) @ w2_shard.float()).to(x.dtype)
+    dist.all_reduce(partial, op=dist.ReduceOp.SUM, group=group)
+    return partial
