@@ -146,6 +146,22 @@ def test_bad_calls_are_refused_clearly():
         wb.variant("all_reduce", "ring")(torch.zeros(2, 2))
 
 
+def test_timing_is_labelled_and_bench_refers_to_it(capsys):
+    from benchmarks.comm_busbw import main as busbw_main
+    from workbench.comm_time import table, time_collective
+
+    rows = time_collective("ring", "all_reduce", world=3, sizes=[30], repeats=2)
+    (r,) = rows
+    assert r["bytes"] == 120 and r["t_s"] > 0 and "gloo on this CPU" in r["where"]
+    assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * 4 / 3)  # 2(n-1)/n at n = 3
+    assert table(rows).startswith("gloo on this CPU")
+    with pytest.raises(ValueError, match="all_reduce is a collective.*comm_time"):
+        wb.bench(wb.variant("all_reduce", "ring"), N=8, world=2)
+    if torch.cuda.device_count() < 2:  # one GPU has no peer: the NCCL benchmark measures nothing and says so
+        assert busbw_main([]) == 2
+        assert "nothing was measured" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------------ rank functions
 
 

@@ -143,6 +143,9 @@ def run_bench(op: str | None, quick: bool, out: Path | None, command: str, inclu
         pg.write(line)
 
     ops = [op] if op else workbench.ops()
+    for name in [o for o in ops if workbench.get_op(o).distributed]:  # collectives run on ranks, not under wb.bench
+        note(f"skip {name}: a collective; time it with workbench.comm_time or benchmarks/comm_busbw.py")
+    ops = [o for o in ops if not workbench.get_op(o).distributed]
     bar = pg.bar(sum(len(v.dtypes) for name in ops for v in workbench.variants(name)), "bench", unit="step",
                  progress=progress, leave=True)
     for name in ops:

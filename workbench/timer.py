@@ -211,6 +211,9 @@ def bench(fn: Variant | Callable[..., torch.Tensor], op: str | None = None, *, d
             raise TypeError("bench(fn, op, ...): name the op a plain function implements")
         name, backend = getattr(fn, "__name__", "fn"), "user"
     spec = get_op(op)
+    if spec.distributed:
+        raise ValueError(f"bench: {spec.name} is a collective, run on the ranks of a process group: time it with "
+                         "workbench.comm_time.time_collective (gloo here) or benchmarks/comm_busbw.py (NCCL)")
     dt = as_dtype(dtype)
     sizes, kw = spec.split(shape)
     key = (spec.name, dtype_name(dt), id(fn), fingerprint(fn))
