@@ -31,10 +31,45 @@ CPU_MODE = workbench.mode() == "cpu"
 requires_cpu_mode = pytest.mark.skipif(not CPU_MODE, reason="asserts cpu-mode (emulated) behaviour")
 
 
+# Test files whose few tests wait on one long fixture or child process (with --durations on the 2-core machine:
+# the GPU script's dry run, every profile drill's tables, the exercise checks, the sm_90 inspect children, spawned
+# ranks, CLI and mode subprocesses: 10-75 s each). pytest-xdist's --dist loadfile hands out the files with the most
+# tests first, which put these last: the run ended on one of them while the other worker sat idle. Workers order
+# the files as SCHEDULE_FIRST, then the rest with the most tests first (xdist's own order); a name that no longer
+# exists is ignored.
+SCHEDULE_FIRST = (
+    "tests/test_gpu_run.py", "tests/test_practice_profile.py", "tests/test_exercises.py",
+    "tests/test_attention_triton.py", "tests/test_inspection.py", "tests/test_moe_ep.py", "tests/test_kernel_goals.py",
+    "tests/test_mode.py", "tests/test_cli.py", "tests/test_numba_optional.py", "tests/test_toolchain.py",
+    "tests/test_moe_fp8.py", "tests/test_moe_triton.py",
+)
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]  # the unit of --dist loadfile (xdist's LoadFileScheduling._split_scope)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On xdist workers, order the files as SCHEDULE_FIRST says (a file's own tests keep their order)."""
+    if not hasattr(config, "workerinput"):
+        return  # a plain run keeps pytest's order
+    first = {f: n for n, f in enumerate(SCHEDULE_FIRST)}
+    count: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for n, item in enumerate(items):
+        f = _file_of(item)
+        count[f] = count.get(f, 0) + 1
+        seen.setdefault(f, n)
+    items.sort(key=lambda i: (first.get(_file_of(i), len(first)), -count[_file_of(i)], seen[_file_of(i)]))
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Give the run one folder for reports its xdist workers share (tests/_ops.py), made before they start."""
+    """Give the run one folder for reports its xdist workers share (tests/_ops.py), made before they start; keep
+    xdist from re-sorting the files by test count (the workers' order is SCHEDULE_FIRST's)."""
     from tests._ops import SHARED_ENV
 
+    if not hasattr(config, "workerinput") and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     if hasattr(config, "workerinput") or os.environ.get(SHARED_ENV):
         return  # a worker (it inherited the controller's folder), or a caller that chose one
     import shutil
@@ -92,31 +127,42 @@ def subprocess_env(**overrides: str | None) -> dict[str, str]:
 
 
 class InspectChild:
-    """Run a ``wb.inspect`` script in a child Python started now, and read its last stdout line as JSON.
+    """Run a ``wb.inspect`` script in a child Python, and read its last stdout line as JSON.
 
-    Started when a test module is imported, the child's ~20 s of Triton + ptxas work overlaps that module's
-    interpreter tests. The child has run nothing under the interpreter (see test_attention_triton.py for why that
-    matters). Without ptxas/cuobjdump it is not started and ``result()`` skips, saying what is missing.
+    Started by the module's first test (``start``, from an autouse module fixture), the child's ~20 s of Triton +
+    ptxas work overlaps that module's interpreter tests. Not at import: each pytest-xdist worker imports every test
+    module to collect it, so a child started there ran once per worker, and all but one result went unread. The
+    child has run nothing under the interpreter (see test_attention_triton.py for why that matters). Without
+    ptxas/cuobjdump it is not started and ``result()`` skips, saying what is missing.
     """
 
     def __init__(self, script: str) -> None:
         from workbench.cuda.errors import ToolchainNotFoundError
         from workbench.inspection import find_cuda_tool
 
+        self.script = script
+        self.proc: subprocess.Popen | None = None
         self.missing: str | None = None
         try:
             find_cuda_tool("ptxas")
             find_cuda_tool("cuobjdump")
         except ToolchainNotFoundError as e:
             self.missing = str(e)
-        self.proc = None if self.missing else subprocess.Popen(
-            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+
+    def start(self) -> None:
+        """Start the child (once; not without the toolchain)."""
+        if self.proc is not None or self.missing:
+            return
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self.script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
             env=subprocess_env(WORKBENCH_MODE="cpu"))
-        if self.proc is not None:  # tests deselected (-k): do not leave it running past the session
-            atexit.register(lambda: self.proc.poll() is None and self.proc.kill())
+        proc = self.proc  # tests deselected after the first (-k): do not leave it running past the session
+        atexit.register(lambda: proc.poll() is None and proc.kill())
 
     def result(self) -> dict:
-        """Wait for the child and return its JSON (call once, from a module-scoped fixture)."""
+        """Wait for the child (started now if no test started it) and return its JSON (call once, from a
+        module-scoped fixture)."""
+        self.start()
         if self.proc is None:
             pytest.skip(f"no CUDA toolchain for wb.inspect: {self.missing}")
         out, err = self.proc.communicate(timeout=600)

@@ -47,6 +47,11 @@ _INSPECT = textwrap.dedent("""
 _CHILD = InspectChild(_INSPECT)  # ~20 s of Triton + ptxas work, overlapping the interpreter tests below
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _child_started() -> None:
+    _CHILD.start()  # with this module's first test, on the worker that runs it (not at collection)
+
+
 @pytest.fixture(scope="module")
 def sm90() -> dict:
     return _CHILD.result()
