@@ -10,7 +10,8 @@ through each rank's link (a reduce-scatter then an all-gather, n - 1 steps of S 
 2 (n - 1) / n, the number to hold against a link's bandwidth.
 
 Tolerance: the sum's order is the algorithm's (a ring adds in rank order around the ring, a tree pairwise), each of
-the world - 1 additions rounding once in the input dtype (NCCL and gloo reduce in the input dtype too).
+the world - 1 additions rounding once in the input dtype (NCCL and gloo also store each partial sum in the input
+dtype, so a ring's fp16 result differs from a tree's in the last bits).
 """
 
 from __future__ import annotations
