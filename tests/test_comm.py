@@ -90,6 +90,10 @@ def test_late_plan_shows_a_read_before_wait_every_time():
     for _ in range(2):
         (y0, _), _ = comm.run(_read_early, 2, faults=comm.Faults(late=True)).results
         assert torch.isnan(y0).all()  # the message lands only at wait(): the early read sees the scribble
+    strict = comm.Faults(late=True, reorder=True, rendezvous=True)
+    assert strict.describe() == "late, rendezvous, reorder"
+    run = comm.run(_ring_shift, 4, faults=strict)  # correct code survives every plan
+    assert [y.tolist() for y in run.results] == [[float((r - 1) % 4)] * 4 for r in range(4)]
 
 
 LEARNER_SRC = '''

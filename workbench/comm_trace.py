@@ -21,7 +21,8 @@ thin wrappers, so code written with plain ``torch.distributed`` is traced withou
     hide a send/recv order that deadlocks without buffering; gloo in torch 2.13 happens to block already).
   - ``delay_s`` on chosen messages (``delay_messages``: this rank's k-th send; ``delay_to``: every send to those
     peers): the send is posted that much later.
-  - ``reorder``: sends deferred by ``late`` are posted in reverse order.
+  - ``reorder``: sends deferred by ``late`` go out peer by peer in the reverse order (each peer's own messages
+    keep their order, which every transport guarantees).
 
 Matching for ``rendezvous``: the n-th receive rank b posts from rank a matches rank a's n-th send to b (MPI's
 non-overtaking rule, tags aside). Receives announce themselves through the job's TCP store.
@@ -274,11 +275,18 @@ class Tracer:
             time.sleep(f.delay_s)
 
     def flush(self) -> None:
-        """Post the sends that ``late`` deferred (in reverse order under ``reorder``)."""
+        """Post the sends that ``late`` deferred; under ``reorder`` the peers' turns are reversed.
+
+        Messages to one peer keep their order (torch.distributed, NCCL and MPI all guarantee it, so correct code
+        may rely on it); what changes is which peer's messages go out first.
+        """
         if not self._pending:
             return
         todo, self._pending = self._pending, []
-        for h in (reversed(todo) if self.faults.reorder else todo):
+        if self.faults.reorder:
+            peers = list(dict.fromkeys(h.peer for h in reversed(todo)))
+            todo = [h for p in peers for h in todo if h.peer == p]
+        for h in todo:
             h.post()
 
     def settle(self) -> None:
