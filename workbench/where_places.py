@@ -61,7 +61,8 @@ NOTEBOOKS: dict[str, dict[str, tuple[str, ...]]] = {
                               "gemm_w8a8": ("int8", "quantization"), "gemm_mxfp4": ("mxfp4",)},
     "08-communication": {"all_reduce": ("all-reduce", "collectives", "busbw"), "reduce_scatter": ("collectives",),
                          "all_gather": ("collectives",), "all_to_all": ("collectives",),
-                         "tp_mlp": ("tensor parallelism",), "ring_attention": ("ring attention", "context parallelism")},
+                         "tp_mlp": ("tensor parallelism",),
+                         "ring_attention": ("ring attention", "context parallelism")},
     "09-cute-layouts": {},  # no op of its own (layouts serve every GEMM); wb.where("gemm") finds its GEMM section
 }
 
