@@ -155,8 +155,14 @@ if wanted notebooks; then
       && export PYTHONPATH="$site:$PYTHONPATH" \
       && "$PYTHON" -m ipykernel install --user --name python3 >>"$dir/logs/wheels.log" 2>&1 \
       || say "=== wheels: install failed (logs/wheels.log)"
+    # Notebook 09 builds layouts with the CuTe DSL itself, which this box lacks (its wheel is over the carry limit).
+    nb_skip=()
+    if ! "$PYTHON" -c 'import cutlass' >/dev/null 2>&1; then
+      nb_skip=(--ignore=notebooks/09-cute-layouts.ipynb)
+      say "=== notebooks: 09-cute-layouts skipped (no CuTe DSL here: nvidia-cutlass-dsl is not installed)"
+    fi
     step notebooks 100000 "$PYTHON" -m pytest -q -p no:cacheprovider -o addopts= --nbval-lax --nbval-current-env \
-      --nbval-cell-timeout=240 --junitxml="$dir/notebooks.xml" notebooks/
+      --nbval-cell-timeout=240 --junitxml="$dir/notebooks.xml" "${nb_skip[@]}" notebooks/
   fi
 fi
 exit $status
