@@ -53,6 +53,12 @@ def import_cute() -> tuple[Any, Any]:
     import cutlass.cute as cute
     import cutlass.memory  # noqa: F401  (SmemAllocator)
 
+    if not (MODE == "gpu" and torch.cuda.is_available()):
+        # Imported earlier without the variable (a test's importorskip, a learner's own import), the DSL fell back
+        # to its default target (sm_100a); compiling for the wrong arch fails, so point it at ours.
+        from cutlass.cutlass_dsl import CuTeDSL
+
+        CuTeDSL._get_dsl().envar.arch = arch()
     return cutlass, cute
 
 

@@ -21,8 +21,9 @@ def _runner() -> Any:
     global _RUNNER
     if _RUNNER is None:
         try:
-            import cutlass
-            import cutlass.cute as cute
+            from kernels._cute import import_cute  # one place decides the target arch before the DSL's import
+
+            cutlass, cute = import_cute()
         except ImportError as e:
             raise ImportError(f"wb.cute asks CuTe itself, and the CuTe DSL is not importable here ({e}): install the "
                               "project's pin, pip install nvidia-cutlass-dsl==4.8.1 (python -m workbench doctor "
