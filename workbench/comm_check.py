@@ -105,6 +105,20 @@ def _drawn(spec: Op, plan: list, seed: int) -> list[tuple[dict, torch.dtype, int
     return out
 
 
+def _flag_probes(spec: Op, plan: list, rng: np.random.Generator) -> list[tuple[dict, torch.dtype, int, str]]:
+    """Return, for each flag value no planned case uses (``causal=True``...), one case per world size with it."""
+    out = []
+    for flag, values in spec.flags.items():
+        have = {s.get(flag, values[0]) for s, _, _, _ in plan}
+        for value in values:
+            if value in have:
+                continue
+            for world in sorted({s["world"] for s, _, _, _ in plan}):
+                base = next(s for s, _, _, _ in plan if s["world"] == world)
+                out.append(({**base, flag: value}, plan[0][1], int(rng.integers(2**31)), "random"))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ in the ranks
 
 
@@ -166,15 +180,17 @@ def check_distributed(fn: Variant | Callable, spec: Op, name: str, *, shapes: Se
         return report
     if probes and plan:
         report.seed = seed if seed is not None else int(np.random.default_rng().integers(1_000_000))
-        plan_probes = _drawn(spec, plan, report.seed)
+        rng = np.random.default_rng(report.seed + 1)
+        plan_probes = [(r, "drawn") for r in _drawn(spec, plan, report.seed)] + \
+                      [(r, "flag") for r in _flag_probes(spec, plan, rng)]
     else:
         plan_probes = []
     target = _target(fn)
     limit = float(time_limit) if time_limit is not None else CASE_LIMIT_S
-    worlds = sorted({s["world"] for s, _, _, _ in plan + plan_probes})
+    worlds = sorted({s["world"] for s, _, _, _ in plan + [r for r, _ in plan_probes]})
     for w_i, world in enumerate(worlds):
-        runs = [(r, False) for r in plan if r[0]["world"] == world] + \
-               [(r, True) for r in plan_probes if r[0]["world"] == world]
+        runs = [(r, "") for r in plan if r[0]["world"] == world] + \
+               [(r, kind) for r, kind in plan_probes if r[0]["world"] == world]
         stop = _run_world(spec, target, world, runs, limit, report)
         if stop:
             rest = worlds[w_i + 1:]
@@ -272,7 +288,7 @@ def _case_of(text: str) -> int | None:
 def _result(meta: tuple, ok: bool) -> CaseResult:
     shape, dt, seed, case, is_probe, _, _ = meta
     return CaseResult(shape=dict(shape), dtype=dtype_name(dt), seed=seed, case=case, ok=ok,
-                      probe="drawn" if is_probe else "")
+                      probe=is_probe)
 
 
 def _add(report: CheckReport, res: CaseResult, meta: tuple) -> None:
