@@ -9,9 +9,9 @@
   at ``wait()``, into a buffer first filled with zeros in one plan and NaN in the other, so the outputs of the two
   plans differ: ``missing_wait``.
 - ``wrong_deadlock_order``: every rank does a blocking send to its right neighbour, then a receive from its left
-  one. With rendezvous semantics (no buffering: gloo, measured in notebook 08 §6; MPI with large messages) each send waits for a
-  receive its neighbour has not posted, around the whole ring: ``deadlock`` within the time limit, naming every
-  rank's pending send. World 1 sends nothing and passes.
+  one. With rendezvous semantics (no buffering: gloo, measured in notebook 08 §6; MPI with large messages) each
+  send waits for a receive its neighbour has not posted, around the whole ring: ``deadlock`` within the time
+  limit, naming every rank's pending send. World 1 sends nothing and passes.
 """
 
 from __future__ import annotations
