@@ -200,7 +200,10 @@ def _rank_loop(slot: int, conn: Any, status: Any, port: int) -> None:
 
 def _run_job(rank: int, job: Job, st: comm_trace.Status, store: Any) -> dict:
     """Join the job's group, run its function under the tracer and leave the group; return the result and events."""
-    timeout = datetime.timedelta(seconds=job.timeout_s)
+    # The parent kills the job at its time limit, counted from the join; the group's own timeouts are a backstop
+    # set well past it, so a hung call is reported by the parent (naming each rank's call), not raised in a rank.
+    backstop_s = 2 * job.timeout_s + 5
+    timeout = datetime.timedelta(seconds=backstop_s)
     st.context = job.label
     st.set("joining the group")
     dist.init_process_group(job.backend, store=store, rank=rank, world_size=job.world, timeout=timeout)
@@ -208,7 +211,7 @@ def _run_job(rank: int, job: Job, st: comm_trace.Status, store: Any) -> dict:
         fn = unship(job.fn)
         args = from_bytes(job.args)
         tracer = Tracer(rank=rank, world=job.world, faults=job.faults, store=store, status=st, record=job.trace,
-                        timeout_s=job.timeout_s)
+                        timeout_s=backstop_s)
         dev = torch.device("cpu")
         st.set("running")
         with comm_trace.installed(tracer):
@@ -324,15 +327,22 @@ class Pool:
         replies: dict[int, Any] = {}
         errors: dict[int, str] = {}
         grace: float | None = None
+        join_by = deadline + JOIN_LIMIT_S  # the most the ranks may take to start and join the group
+        joined = False  # once every rank has joined, the time limit counts from then
         while len(replies) + len(errors) < world:
             waiting = {self.conns[s]: s for s in range(world) if s not in replies and s not in errors}
+            if not joined and not self._starting(waiting.values()):
+                joined = True
+                deadline = max(deadline, time.perf_counter() + timeout_s)
             limit = deadline if grace is None else min(deadline, grace)
+            if not joined:
+                limit = min(limit, time.perf_counter() + 0.05)  # look again soon: the clock starts at the join
             ready = wait_any(list(waiting), timeout=max(0.0, limit - time.perf_counter()))
             if not ready:
-                if grace is not None and time.perf_counter() >= grace:
+                now = time.perf_counter()
+                if grace is not None and now >= grace:
                     break  # a rank failed and the others are stuck waiting for it
-                if self._starting(waiting.values()) and time.perf_counter() < deadline + JOIN_LIMIT_S:
-                    deadline = max(deadline, time.perf_counter() + 0.5)  # the limit counts from the group's start
+                if (not joined and now < join_by) or (joined and now < deadline):
                     continue
                 self._timeout(world, replies, errors, label, timeout_s)
             for c in ready:
