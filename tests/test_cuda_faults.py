@@ -172,15 +172,37 @@ def test_wild_write_in_a_profile_launch_is_caught_too(faults):
     np.testing.assert_array_equal(out, 1)
 
 
+def floats_at(n: int, aligned: bool) -> np.ndarray:
+    """Return ``n`` zero floats whose address is a multiple of 256 bytes (``aligned``) or is not.
+
+    An unchecked launch's copy of a buffer keeps the buffer's address mod 256 and ends within 256 bytes of a guard
+    page: a 256-aligned 256-byte buffer ends right at the guard, any other has canary bytes after it. numpy's own
+    alignment (16 or 64 bytes) would leave the path to chance.
+    """
+    base = np.zeros(n + 64, np.float32)
+    start = next(i for i in range(64) if ((base[i:].ctypes.data % 256) == 0) == aligned)
+    return base[start:start + n]
+
+
 def test_small_overflow_is_caught_by_the_canary(faults):
     from workbench.cuda import KernelLaunchError
 
-    out = np.zeros(64, np.float32)
+    out = floats_at(64, aligned=False)
     with pytest.raises(KernelLaunchError, match=r"out-of-bounds write: byte 0 past the end of a 256-byte buffer.*"
                                                r"canary.*parameter 0 'out'"):
         k(faults, "scatter_stride")((1,), (65,), (out, np.int32(1)))
     np.testing.assert_array_equal(out, 1)
     k(faults, "scatter_stride")((1,), (64,), (out, np.int32(1)))  # in bounds: fine
+
+
+def test_small_overflow_of_a_256_aligned_buffer_hits_the_guard_page(faults):
+    from workbench.cuda import KernelLaunchError
+
+    out = floats_at(64, aligned=True)
+    with pytest.raises(KernelLaunchError, match=r"out-of-bounds write, 0 bytes past the end of a 256-byte buffer "
+                                               r"\(it hit the CPU engine's guard page.*parameter 0 'out'"):
+        k(faults, "scatter_stride")((1,), (65,), (out, np.int32(1)))
+    iota_still_works(faults)
 
 
 def test_far_read_is_an_out_of_bounds_read(faults):
