@@ -1,6 +1,11 @@
 # Kernel Workbench. Two commands on a fresh machine:  make lab  (open the notebooks)  and  make test  (run everything).
 SHELL := /bin/bash
 PYTHON ?= python3
+# Python keeps the bytecode it compiles (__pycache__, ignored by git) for every command here. A machine that sets
+# PYTHONDONTWRITEBYTECODE (this project's CI image does) otherwise recompiles torch, numba, triton and plotly from
+# source in every fresh process: `import torch, workbench, numba, triton, plotly` took 7.7 s of CPU without
+# bytecode and 3.9 s with it, and `make test` starts dozens of processes (xdist workers, notebook kernels, ranks).
+unexport PYTHONDONTWRITEBYTECODE
 VENV := .venv
 BIN := $(VENV)/bin
 # On a machine with an NVIDIA driver, also install the CUDA 13 builds of cupy and numba-cuda (extra "gpu").
