@@ -446,7 +446,8 @@ def _maxntid(ptx: str, symbol: str) -> int | None:
 _cache: dict[str, KernelInspection] = {}
 
 
-def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dynamic_smem: int) -> KernelInspection:
+def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dynamic_smem: int,
+                      occupancy_archs: tuple[str, ...]) -> KernelInspection:
     notes: list[str] = []
     kind = spec.get("kind", "cuda")
     ttgir = None
@@ -495,7 +496,7 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
     if specific:
         notes.append(f"built for {arch}, an architecture-specific target: it runs on {own} GPUs only, so the "
                      f"occupancy is given for {own} alone")
-    for a in dict.fromkeys((own,) if specific else (*OCCUPANCY_ARCHS, own)):
+    for a in dict.fromkeys((own,) if specific else (*occupancy_archs, own)):
         regs, sm = r["registers"], smem
         if a != own:
             try:
@@ -523,7 +524,8 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
 
 
 def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = None, options: tuple = (),
-            threads_per_block: int | None = None, dynamic_smem: int = 0, **triton_spec: Any) -> KernelInspection:
+            threads_per_block: int | None = None, dynamic_smem: int = 0,
+            occupancy_archs: tuple[str, ...] = OCCUPANCY_ARCHS, **triton_spec: Any) -> KernelInspection:
     """Compile a kernel for ``arch`` without a GPU and report its resources, instruction mix and occupancy.
 
     ``kernel_or_variant``: a ``workbench.cuda.RawKernel``; ``(path_or_code, name)``; a path/code with ``name=``;
@@ -532,6 +534,8 @@ def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = N
     values, override its spec: Triton specialises on which are multiples of 16, see :func:`divisible_by_16`).
     ``threads_per_block`` and ``dynamic_smem`` feed the
     occupancy figures (CUDA C defaults to the kernel's ``__launch_bounds__``, Triton to ``num_warps * 32``).
+    ``occupancy_archs``: the architectures whose occupancy is given besides ``arch``'s own (each one compiles the
+    kernel again; ``()`` for ``arch`` alone).
     A spec's ``"arch": "sm_90a"`` replaces a requested ``sm_90``. Raises ToolchainNotFoundError (saying what to
     install) when nvcc/ptxas are missing.
     """
@@ -553,9 +557,10 @@ def inspect(kernel_or_variant: Any, arch: str = "sm_90", *, name: str | None = N
                  f"{sorted((spec.get('constexprs') or {}).items(), key=str)}|{spec.get('num_warps')}|"
                  f"{spec.get('num_stages')}|div16={divisible_by_16(spec) if 'signature' in spec else None}|"
                  f"attrs={sorted(attrs.items(), key=str) if attrs else None}")
-    key = hashlib.sha256(f"{ident}|{arch}|{threads_per_block}|{dynamic_smem}".encode()).hexdigest()
+    occupancy_archs = tuple(_arch.get(a).name for a in occupancy_archs)
+    key = hashlib.sha256(f"{ident}|{arch}|{threads_per_block}|{dynamic_smem}|{occupancy_archs}".encode()).hexdigest()
     if key not in _cache:
-        _cache[key] = _inspect_uncached(spec, str(arch), threads_per_block, int(dynamic_smem))
+        _cache[key] = _inspect_uncached(spec, str(arch), threads_per_block, int(dynamic_smem), occupancy_archs)
     return _cache[key]
 
 

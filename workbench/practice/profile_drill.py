@@ -549,7 +549,7 @@ def inspect_kernel(k: Kernel) -> Any:
 
     ``min_blocks``: the kernel's export line is rewritten to ``__launch_bounds__(threads, min_blocks)`` first (a
     GEMM_EXPORT kernel of kernels/gemm/cu: what a learner would change to cap its registers). Only the reference
-    architecture is compiled (:func:`_inspect_one_arch`): the tables show no other.
+    architecture is compiled: the tables show no other.
     """
     from workbench.inspection import inspect
     from workbench.registry import variant
@@ -560,47 +560,7 @@ def inspect_kernel(k: Kernel) -> Any:
         raise ValueError(f"profile drill: {k.op}/{k.variant} has no CUDA C inspect spec (wb.inspect)")
     if k.min_blocks:
         spec = _with_min_blocks(spec, k.min_blocks)
-    if spec.get("arch"):  # an architecture-specific target (sm_90a): wb.inspect's own handling
-        return inspect(spec, _arch())
-    return _inspect_one_arch(spec)
-
-
-@dataclass
-class _Resources:
-    """What a resources or waves table reads of ``wb.inspect``'s report, for the reference architecture only."""
-
-    registers: int
-    spill_stores: int
-    spill_loads: int
-    stack: int
-    shared_static: int
-    threads_per_block: int
-    occupancy: dict[str, dict]
-
-
-def _inspect_one_arch(spec: dict) -> Any:
-    """Return ``wb.inspect(spec, arch)``'s figures for the reference architecture alone.
-
-    ``wb.inspect`` also compiles for every architecture of ``inspection.OCCUPANCY_ARCHS`` (an sm_80 nvcc, ptxas and
-    cuobjdump run that the tables never show); this is its own-architecture path, through the same compile and its
-    on-disk cache (``cache_dir("inspect")``, so a ``wb.inspect`` of the same kernel elsewhere shares the entry), the
-    same ptxas parser and the same occupancy rules.
-    """
-    from workbench import inspection
-    from workbench.cuda import arch as cuda_arch
-
-    arch = _arch()
-    name, options = spec["name"], tuple(spec.get("options") or ())
-    ptx, log, _ = inspection._cuda_compile(spec["code"], name, options, arch)
-    res = inspection.parse_ptxas(log)
-    symbol = inspection._pick_symbol(list(res), name)
-    r = res[symbol]
-    tpb = inspection._maxntid(ptx, symbol)
-    if tpb is None:  # no __launch_bounds__: wb.inspect's assumption and its note
-        return inspection.inspect(spec, arch)
-    own = cuda_arch.get(arch).name
-    return _Resources(r["registers"], r["spill_stores"], r["spill_loads"], r["stack"], r["smem"], tpb,
-                      {own: cuda_arch.occupancy(tpb, r["registers"], r["smem"], own)})
+    return inspect(spec, _arch(), occupancy_archs=())  # the tables show no other architecture
 
 
 def _with_min_blocks(spec: dict, min_blocks: int) -> dict:
