@@ -113,8 +113,14 @@ class Function:
             except Exception as e:
                 raise _wrap_cupy_error(e, module.source) from e
         else:
-            # compile now (the build the next launch uses); raises for unknown names
-            module._cpu_module(module.checked or _sanitize.active()).kernel(name)
+            # compile now the build the next launch uses (inside wb.profile: the counting build); raises for
+            # unknown names
+            from workbench import profile_counters as _profile
+
+            if _profile.active():
+                module._cpu_module(False, profile=True).kernel(name)
+            else:
+                module._cpu_module(module.checked or _sanitize.active()).kernel(name)
             # ... and for names cupy would not find in the GPU build (a __global__ without extern "C")
             _frontend.check_kernel_name(module._verdict, name, module.name_expressions, module.source.display_name)
 
