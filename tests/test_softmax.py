@@ -28,7 +28,8 @@ def _skip_cuda(v: wb.Variant) -> None:
 @functools.cache
 def _long_report(name: str) -> wb.CheckReport:
     v = wb.variant("softmax", name)
-    return wb.check(v, shapes=LONG, dtypes=("float32", "float16"), seeds=(0,), cases=("random", "edge"))
+    # probes=False: tests/test_ops.py probes every variant already; this test is about the two long rows
+    return wb.check(v, shapes=LONG, dtypes=("float32", "float16"), seeds=(0,), cases=("random", "edge"), probes=False)
 
 
 def test_variants_registered_in_teaching_order():
