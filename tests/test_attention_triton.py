@@ -67,7 +67,7 @@ def test_checked_at_the_op_check_shapes_and_passes_the_extra_ones(op, name):
     v = wb.variant(op, name)
     rep = variant_report(op, name)
     assert not [w for w in rep.skipped if "bfloat16" not in w], rep.skipped
-    extra = wb.check(v, shapes=EXTRA, seeds=(0,))
+    extra = wb.check(v, shapes=EXTRA, seeds=(0,), probes=False)  # the report above holds the probes
     assert extra.ok, extra.summary()
     assert {"float32", "float16"} <= {c.dtype for c in rep.cases}
     shapes = [c.shape for c in rep.cases]
