@@ -48,7 +48,7 @@ def test_long_rows(name):
     v = wb.variant("rmsnorm", name)
     if v.backend == "cuda" and cuda_engine_ready():
         pytest.skip(cuda_engine_ready())
-    long = wb.check(v, shapes=LONG, dtypes=("float32", "float16"), seeds=(0,))
+    long = wb.check(v, shapes=LONG, dtypes=("float32", "float16"), seeds=(0,), probes=False)  # test_ops probes
     assert long.ok, long.summary()
     assert {c.shape["N"] for c in long.cases} == {2**16, 8200}
 
