@@ -2,8 +2,7 @@
 # The one prepared GPU run: a single command of at most 570 s on the offline H200 box (../shared/gpu/README.md).
 #
 #   bash scripts/gpu-run.sh            # on the GPU box, from the project root (nothing to install first)
-#   bash scripts/gpu-run.sh --smoke    # the same script as a cpu-mode dry run (make test runs it: < 1 minute;
-#                                      # steps 1-2 and step 3 there run side by side, see run_lanes)
+#   bash scripts/gpu-run.sh --smoke    # the same script as a cpu-mode dry run (make test runs it: < 1 minute)
 #
 # Everything is written to a scratch folder; a trap tars it into ONE file, $OUT/gpu-run-<UTC stamp>.tar.gz, on any
 # exit (a step's timeout, SIGTERM from an outer timeout, an error) and copies summary.txt beside it: two files,
@@ -41,16 +40,11 @@ summary=$dir/summary.txt
 status=0
 
 say() { echo "$*" | tee -a "$summary"; }
-merge_lanes() {  # --smoke: append the lanes' summary lines, lane by lane (a no-op without lanes)
-  local f
-  for f in "$dir"/.lane-*.txt; do [ -f "$f" ] && cat "$f" >>"$summary" && rm -f "$f"; done
-}
 
 finish() {  # on EXIT, whatever caused it: one tarball + summary.txt under $out
   local rc=$?
   trap - EXIT TERM INT
   [ "$rc" = 0 ] && rc=$status
-  merge_lanes
   say "=== end: exit $rc after $SECONDS s (budget $BUDGET s)"
   say "tarball: $run_name.tar.gz (unpack: tar -xzf $run_name.tar.gz; import: python scripts/import-gpu-results.py $run_name.tar.gz)"
   tar -czf "$out/$run_name.tar.gz" -C "$scratch" "$run_name" && cp "$summary" "$out/summary.txt"
@@ -58,16 +52,8 @@ finish() {  # on EXIT, whatever caused it: one tarball + summary.txt under $out
   exit "$rc"
 }
 child=""
-lanes=""  # --smoke only: the pids of the two lanes (see run_lanes)
 stopped() {  # SIGTERM/SIGINT from outside (an outer timeout): stop the running step (timeout forwards the
   # signal, so a goal script saves what it has), then leave through finish
-  local l
-  if [ -n "$lanes" ]; then  # --smoke: each lane stops its own step; their summary lines first, then this one
-    for l in $lanes; do kill -TERM "$l" 2>/dev/null; done
-    for l in $lanes; do wait "$l" 2>/dev/null; done
-    lanes=""
-    merge_lanes
-  fi
   say "=== stopped by a signal after $SECONDS s"
   [ -n "$child" ] && kill -TERM "$child" 2>/dev/null && { wait "$child" 2>/dev/null || true; }
   status=143
@@ -111,7 +97,6 @@ step() {
 }
 
 # ---- 1. smoke
-smoke_and_tests() {  # steps 1 and 2
 step smoke 30 "$PYTHON" scripts/gpu_smoke.py --out "$dir/smoke.json"
 step smoke_gemm 60 "$PYTHON" scripts/gpu_smoke.py --gemm --out "$dir/smoke-gemm.json"
 "$PYTHON" - "$dir/smoke.json" >>"$summary" 2>/dev/null <<'EOF' || say "versions: smoke.json missing"
@@ -126,19 +111,15 @@ EOF
 
 # ---- 2. unit tests that need no notebook wheels
 if [ "$smoke" = 1 ]; then
-  # -p no:nbval: the box has no nbval while this step runs (the wheels come in step 4), so its plugin (nbformat,
-  # jsonschema, jupyter_client: ~2 s of CPU at pytest's start) is not loaded here either
-  tests=(-p no:nbval tests/test_interop.py)
+  tests=(tests/test_interop.py)
 else
   tests=(tests/test_gemm.py tests/test_softmax.py tests/test_rmsnorm.py tests/test_attention_triton.py
          tests/test_attention_contract.py tests/test_moe_triton.py tests/test_moe_fp8.py tests/test_moe_contracts.py
          tests/test_tma.py tests/test_interop.py tests/test_versions.py tests/test_registry.py tests/test_checker.py)
 fi
 step tests 110 "$PYTHON" -m pytest -q -p no:cacheprovider -o addopts= -rfE --junitxml="$dir/tests.xml" "${tests[@]}"
-}
 
 # ---- 3. the goal measurements
-goals() {  # step 3
 if [ "$smoke" = 1 ]; then  # the dry run: the same scripts at cpu-mode sizes, the four kernel ops in one process
   ops=$(for o in gemm softmax attention decode norms cute; do wanted "$o" && printf '%s,' "$o"; done)
   [ -z "$ops" ] || STEPS="$STEPS kernel_goals" step kernel_goals 120 "$PYTHON" benchmarks/kernel_goals.py --op "$ops" \
@@ -161,35 +142,6 @@ for g in sorted(pathlib.Path(sys.argv[1]).glob("goals/*.json")):
     for n in doc.get("notes", [])[:6]:
         print(f"    note: {n[:200]}")
 EOF
-}
-
-# --smoke: two lanes side by side (steps 1-2 | step 3), each step still its own process under its own timeout; each
-# lane's summary lines go to a file of its own, appended in order, so summary.txt reads as the GPU run's does. The
-# GPU run keeps one step at a time: the steps share one GPU, and each step's timing is alone on it.
-run_lanes() {
-  local i=0 fn l
-  for fn in "$@"; do
-    i=$((i + 1))
-    (  # a subshell: the EXIT trap is not run here; a signal stops this lane's step, then the lane
-      trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null && { wait "$child" 2>/dev/null || true; }; exit 143' TERM INT
-      summary=$dir/.lane-$i.txt
-      : >"$summary"
-      status=0
-      "$fn"
-      exit "$status"
-    ) &
-    lanes="$lanes $!"
-  done
-  for l in $lanes; do wait "$l" || status=1; done
-  lanes=""
-  merge_lanes
-}
-if [ "$smoke" = 1 ]; then
-  run_lanes smoke_and_tests goals
-else
-  smoke_and_tests
-  goals
-fi
 
 # ---- 4. notebooks, with whatever is left, if the wheels were carried
 if wanted notebooks; then
