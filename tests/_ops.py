@@ -150,10 +150,10 @@ def _attention(v: wb.Variant) -> list[dict]:
 
 
 def _decode_attention_q8(v: wb.Variant) -> list[dict]:
-    # The Triton interpreter re-patches triton.language on every call of a jit helper (load_codes, add_pv, the
-    # merge's steps): ~15 ms per split program, 1.1 to 1.7 s a run at B = 17 (68 split and 34 merge programs), 30
-    # runs 15 s in all. float32 (the tightest tolerance) runs every check shape in both code formats; fp16 and bf16,
-    # which change only how q is read and the output written, run in both formats at the three cheapest shapes.
+    # In the Triton interpreter a run at B = 17 (68 split and 34 merge programs, each calling jit helpers) takes 1.1
+    # to 1.7 s; every shape, dtype and code format was 30 runs, 15 s. float32 (the tightest tolerance) runs every
+    # check shape in both code formats; fp16 and bf16, which change only how q is read and the output written, run
+    # in both formats at the three cheapest shapes.
     if v.backend != "triton":
         return [{}]
     shapes = wb.get_op("decode_attention_q8").check_shapes
