@@ -89,3 +89,60 @@ def test_bf16_casts_round_to_nearest_even_as_on_a_gpu():
     assert torch.equal(f.nan_to_num(), y.float().nan_to_num())
     assert torch.equal(dd.nan_to_num(), y.double().nan_to_num())
     assert torch.equal(h.nan_to_num(), y.half().nan_to_num())
+
+
+CORE_HELPER = textwrap.dedent('''
+    import triton
+    from triton.language import core
+
+    @triton.jit
+    def relu(v):  # its module sees triton.language.core, which the kernel's module does not
+        return core.maximum(v, 0.0)
+''')
+
+HELPERS = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+    from wb_core_helper_mod import relu
+
+    @triton.jit
+    def tripled(v):
+        return v * 3
+
+    @triton.jit
+    def kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        tl.store(y_ptr + offs, tripled(tripled(x)), mask=offs < n)
+        tl.store(z_ptr + offs, relu(x), mask=offs < n)
+''')
+
+
+def test_helpers_run_under_the_launchs_language_patch_unless_they_see_another_module(tmp_path, monkeypatch):
+    """A helper that sees only the kernel's triton.language is not patched again; one that sees core is.
+
+    Every call of the first kind used to patch and restore triton.language again (about 0.2 ms a call, per program).
+    """
+    import sys
+
+    from triton.runtime import interpreter as ti
+
+    (tmp_path / "wb_core_helper_mod.py").write_text(CORE_HELPER)
+    (tmp_path / "wb_helpers_mod.py").write_text(HELPERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("wb_helpers_mod", "wb_core_helper_mod"):
+        sys.modules.pop(name, None)
+    import wb_helpers_mod as m
+
+    patched = []
+    real = ti._patch_lang
+    monkeypatch.setattr(ti, "_patch_lang", lambda fn: patched.append(fn.__name__) or real(fn))
+    originals = {name: getattr(ti.tl, name) for name in ("load", "store", "maximum", "arange")}
+    x = torch.tensor([1.0, -2.0, 5.0, 0.5, 3.0])
+    y, z = torch.zeros_like(x), torch.zeros_like(x)
+    m.kernel[(2,)](x, y, z, 5, BLOCK=4)
+    assert torch.equal(y, 9 * x)
+    assert torch.equal(z, x.clamp(min=0))
+    assert patched.count("tripled") == 0, patched
+    assert patched.count("relu") == 2, patched  # once per program: it sees core, which the kernel does not
+    assert {name: getattr(ti.tl, name) for name in originals} == originals  # all restored after the launch
