@@ -148,3 +148,101 @@ def test_helpers_run_under_the_launchs_language_patch(tmp_path, monkeypatch):
     assert torch.equal(z, x.clamp(min=0))
     assert "tripled" not in patched and "relu" not in patched, patched
     assert {k: getattr(sys.modules[k[0]], k[1]) for k in originals} == originals  # all restored after the launch
+
+
+RACES = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def read_then_neighbour_writes(x_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + offs, mask=(offs < n) & (pid == 0), other=0.0)  # program 0 reads the row
+        tl.store(x_ptr + pid + 1, tl.sum(v, axis=0))  # program p writes element p + 1
+
+    @triton.jit
+    def write_then_other_reads(x_ptr, y_ptr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + pid * BLOCK + offs, offs.to(tl.float32))  # program p writes its own row
+        tl.store(y_ptr + pid * BLOCK + offs, tl.load(x_ptr + offs))  # then every program reads row 0
+
+    @triton.jit
+    def atomics_only(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.atomic_add(out_ptr + offs, tl.load(x_ptr + offs))  # every program adds into the same row: no race
+
+    @triton.jit
+    def own_far_apart(x_ptr, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = tl.arange(0, BLOCK) * STRIDE  # lanes 64 KiB and more apart
+        v = tl.load(x_ptr + offs + pid)
+        tl.store(x_ptr + offs + pid, v + 1.0)  # each program reads and writes only its own elements: no race
+
+    @triton.jit
+    def shared_far_apart(x_ptr, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+        lane = tl.arange(0, BLOCK)
+        own = tl.where(lane < BLOCK - 1, tl.program_id(0), 0)
+        tl.store(x_ptr + lane * STRIDE + own, 1.0)  # each lane its program's element, but all share the last
+''')
+
+
+@pytest.fixture(scope="module")
+def races(tmp_path_factory):
+    import sys
+
+    d = tmp_path_factory.mktemp("races")
+    (d / "wb_races_mod.py").write_text(RACES)
+    sys.path.insert(0, str(d))
+    try:
+        sys.modules.pop("wb_races_mod", None)
+        import wb_races_mod
+
+        yield wb_races_mod
+    finally:
+        sys.path.remove(str(d))
+
+
+def _line(comment: str) -> str:
+    """Return 'wb_races_mod.py:N)' for the line of RACES that carries ``comment``."""
+    n = next(i for i, ln in enumerate(RACES.splitlines(), 1) if comment in ln)
+    return f"wb_races_mod.py:{n})"
+
+
+def _race(launch) -> str:
+    from workbench import _sanitize
+    from workbench.cuda.errors import RaceError
+
+    with _sanitize.sanitizing(), pytest.raises(RaceError) as e:
+        launch()
+    return str(e.value)
+
+
+def test_racecheck_names_each_hazard_its_programs_and_lines(races):
+    """RAW, WAR and WAW: the programs and source lines of both accesses, at the lowest address that conflicts."""
+    x = torch.zeros(8)
+    msg = _race(lambda: races.read_then_neighbour_writes[(3,)](x, 8, BLOCK=8))
+    assert "WAR hazard in Triton kernel read_then_neighbour_writes: program (1, 0, 0) stores to x_ptr + 2" in msg
+    assert "which program (0, 0, 0) read (" in msg and _line("program 0 reads the row") in msg
+
+    x, y = torch.zeros(2, 4), torch.zeros(2, 4)
+    msg = _race(lambda: races.write_then_other_reads[(2,)](x, y, BLOCK=4))
+    assert "RAW hazard in Triton kernel write_then_other_reads: program (1, 0, 0) reads x_ptr + 0" in msg
+    assert "which program (0, 0, 0) stored to (" in msg and _line("program p writes its own row") in msg
+
+    x = torch.zeros(4 * 40000)  # 640 KB: lanes on ten 64 KiB tables
+    msg = _race(lambda: races.shared_far_apart[(2,)](x, STRIDE=40000, BLOCK=4))
+    assert "WAW hazard in Triton kernel shared_far_apart: program (1, 0, 0) stores to x_ptr + 120000 (" in msg
+
+
+def test_racecheck_passes_atomics_and_programs_that_keep_to_their_own_elements(races):
+    from workbench import _sanitize
+
+    x, out = torch.arange(4.0), torch.zeros(4)
+    with _sanitize.sanitizing():
+        races.atomics_only[(3,)](x, out, BLOCK=4)
+        far = torch.zeros(4 * 40000)
+        races.own_far_apart[(2,)](far, STRIDE=40000, BLOCK=4)
+    assert torch.equal(out, 3 * x)
+    assert far.view(4, 40000)[:, :2].eq(1).all() and far.sum() == 8

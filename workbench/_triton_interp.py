@@ -121,12 +121,71 @@ class _Launch:
     guard_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
-    # racecheck: address -> [last writer program, written atomically, reader program (_MANY: several), line]
-    touched: dict[int, list] = field(default_factory=dict)
+    races: _Races = field(default_factory=lambda: _Races())  # racecheck: what each program did to each byte
     patched: frozenset[int] = frozenset()  # ids of the modules the launch's language patch covers
 
 
 _MANY = (-1, -1, -1)  # "read by more than one program"
+_PAGE_BITS = 16  # racecheck tables cover 64 KiB of addresses each, made when a launch first touches them
+
+
+@dataclass
+class _RacePage:
+    """Racecheck state of 2^_PAGE_BITS byte addresses: the last writer, whether atomically, the reader, the line.
+
+    Programs are codes into :class:`_Races` ``progs`` (-1: none; a reader of -2: several programs); lines are codes
+    into its ``lines`` (-1: no program touched the address yet).
+    """
+
+    writer: np.ndarray
+    atomic: np.ndarray
+    reader: np.ndarray
+    line: np.ndarray
+
+    @classmethod
+    def empty(cls) -> _RacePage:
+        n = 1 << _PAGE_BITS
+        return cls(np.full(n, -1, np.int32), np.zeros(n, bool), np.full(n, -1, np.int32), np.full(n, -1, np.int32))
+
+
+@dataclass
+class _Races:
+    """One launch's racecheck tables, by page, with the programs and source lines they name."""
+
+    pages: dict[int, _RacePage] = field(default_factory=dict)
+    progs: list[tuple] = field(default_factory=list)
+    prog_codes: dict[tuple, int] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    line_codes: dict[str, int] = field(default_factory=dict)
+
+    def code(self, prog: tuple) -> int:
+        """Return the code of program ``prog``."""
+        c = self.prog_codes.get(prog)
+        if c is None:
+            c = self.prog_codes[prog] = len(self.progs)
+            self.progs.append(prog)
+        return c
+
+    def line_code(self, line: str) -> int:
+        """Return the code of source line ``line``."""
+        c = self.line_codes.get(line)
+        if c is None:
+            c = self.line_codes[line] = len(self.lines)
+            self.lines.append(line)
+        return c
+
+    def page(self, number: int) -> _RacePage:
+        """Return the table of page ``number``, made empty on first use."""
+        pg = self.pages.get(number)
+        if pg is None:
+            pg = self.pages[number] = _RacePage.empty()
+        return pg
+
+    def record(self, pg: _RacePage, i: int) -> list:
+        """Return [writer, atomic, reader, line] of entry ``i`` of ``pg`` as programs and a line (for a report)."""
+        w, r = int(pg.writer[i]), int(pg.reader[i])
+        return [self.progs[w] if w >= 0 else None, bool(pg.atomic[i]),
+                _MANY if r == -2 else self.progs[r] if r >= 0 else None, self.lines[int(pg.line[i])]]
 
 
 _LAUNCH: contextvars.ContextVar[_Launch | None] = contextvars.ContextVar("wb_triton_launch", default=None)
@@ -600,37 +659,57 @@ def _program() -> tuple[int, int, int]:
 
 
 def _track(launch: _Launch, kind: str, addrs: np.ndarray) -> None:
-    """Record this program's accesses to ``addrs``; raise RaceError when another program's access conflicts."""
-    prog, line = _program(), None
-    tab = launch.touched
-    for a in np.unique(addrs).tolist():
-        rec = tab.get(a)
-        if rec is None:
-            if line is None:
-                line = _kernel_line(launch).strip(" ()")
-            tab[a] = [None, False, prog, line] if kind == "load" else [prog, kind == "atomic", None, line]
-            continue
-        hazard = _conflict(rec, kind, prog)
-        if hazard is not None:
-            _raise_race(launch, kind, a, prog, hazard, rec)
-        if kind == "load":
-            rec[2] = prog if rec[2] in (None, prog) else _MANY
-        else:
-            if line is None:
-                line = _kernel_line(launch).strip(" ()")
-            rec[0], rec[1], rec[3] = prog, kind == "atomic" or (rec[1] and rec[0] == prog), line
+    """Record this program's accesses to ``addrs``; raise RaceError when another program's access conflicts.
+
+    Per byte address, in lockstep with the other programs of the launch: a load conflicts with another program's
+    plain store (RAW); a store with another program's store (WAW) or load (WAR); an atomic with another program's
+    plain store (WAW) or load (WAR). The lowest conflicting address is reported.
+    """
+    races, prog = launch.races, _program()
+    p = races.code(prog)
+    line = -1
+    u = np.unique(addrs)
+    numbers = u >> np.uint64(_PAGE_BITS)
+    cuts = np.flatnonzero(numbers[1:] != numbers[:-1]) + 1
+    for part in np.split(u, cuts) if cuts.size else (u,):
+        pg = races.page(int(part[0]) >> _PAGE_BITS)
+        i = (part & np.uint64((1 << _PAGE_BITS) - 1)).astype(np.intp)
+        hazard, first = _hazards(pg, i, kind, p)
+        if first is not None:
+            _raise_race(launch, kind, int(part[first]), prog, hazard, races.record(pg, int(i[first])))
+        if line < 0 and (kind != "load" or (pg.line[i] < 0).any()):
+            line = races.line_code(_kernel_line(launch).strip(" ()"))
+        _apply(pg, i, kind, p, line)
 
 
-def _conflict(rec: list, kind: str, prog: tuple) -> str | None:
-    """Return the hazard ('RAW', 'WAW', 'WAR') of ``prog``'s ``kind`` access against ``rec``, or None."""
-    writer, atomic, reader = rec[0], rec[1], rec[2]
-    other_wrote = writer is not None and writer != prog
-    other_read = reader is not None and reader != prog
+def _hazards(pg: _RacePage, i: np.ndarray, kind: str, p: int) -> tuple[str, int | None]:
+    """Return (the hazard, the index into ``i`` of its lowest address) of program ``p``'s ``kind`` access, or None."""
+    w = pg.writer[i]
+    other_wrote = (w >= 0) & (w != p)
+    plain_other_write = other_wrote & ~pg.atomic[i]
     if kind == "load":
-        return "RAW" if other_wrote and not atomic else None
-    if kind == "store":
-        return "WAW" if other_wrote else "WAR" if other_read else None
-    return "WAW" if other_wrote and not atomic else "WAR" if other_read else None  # an atomic
+        return "RAW", (int(np.argmax(plain_other_write)) if plain_other_write.any() else None)
+    r = pg.reader[i]
+    other_read = (r != -1) & (r != p)
+    waw = other_wrote if kind == "store" else plain_other_write
+    any_hazard = waw | other_read
+    if not any_hazard.any():
+        return "", None
+    k = int(np.argmax(any_hazard))
+    return ("WAW" if waw[k] else "WAR"), k
+
+
+def _apply(pg: _RacePage, i: np.ndarray, kind: str, p: int, line: int) -> None:
+    """Record program ``p``'s ``kind`` access of entries ``i`` (no hazard among them); ``line``: its line's code."""
+    if kind == "load":
+        r = pg.reader[i]
+        pg.reader[i] = np.where((r == -1) | (r == p), p, -2)
+        fresh = i[pg.line[i] < 0]
+        pg.line[fresh] = line
+        return
+    pg.atomic[i] = (kind == "atomic") | (pg.atomic[i] & (pg.writer[i] == p))
+    pg.writer[i] = p
+    pg.line[i] = line
 
 
 def _raise_race(launch: _Launch, kind: str, addr: int, prog: tuple, hazard: str, rec: list) -> None:
