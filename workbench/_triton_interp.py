@@ -148,6 +148,15 @@ class _RacePage:
         return cls(np.full(n, -1, np.int32), np.zeros(n, bool), np.full(n, -1, np.int32), np.full(n, -1, np.int32))
 
 
+def _intern(codes: dict, items: list, item: Any) -> int:
+    """Return the index of ``item`` in ``items``, appending it (and its index to ``codes``) when new."""
+    c = codes.get(item)
+    if c is None:
+        c = codes[item] = len(items)
+        items.append(item)
+    return c
+
+
 @dataclass
 class _Races:
     """One launch's racecheck tables, by page, with the programs and source lines they name."""
@@ -160,19 +169,11 @@ class _Races:
 
     def code(self, prog: tuple) -> int:
         """Return the code of program ``prog``."""
-        c = self.prog_codes.get(prog)
-        if c is None:
-            c = self.prog_codes[prog] = len(self.progs)
-            self.progs.append(prog)
-        return c
+        return _intern(self.prog_codes, self.progs, prog)
 
     def line_code(self, line: str) -> int:
         """Return the code of source line ``line``."""
-        c = self.line_codes.get(line)
-        if c is None:
-            c = self.line_codes[line] = len(self.lines)
-            self.lines.append(line)
-        return c
+        return _intern(self.line_codes, self.lines, line)
 
     def page(self, number: int) -> _RacePage:
         """Return the table of page ``number``, made empty on first use."""
@@ -266,6 +267,7 @@ def _call_rewritten(ti: Any, helper: Any, args: tuple, kwargs: dict) -> Any:
         raise ti.InterpreterError(repr(e)) from e
 
 
+@functools.cache
 def _both_languages() -> Any:
     """Return a stand-in function for ``_patch_lang`` whose globals hold triton.language and its core."""
     import types
