@@ -122,7 +122,6 @@ class _Launch:
     lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     races: _Races = field(default_factory=lambda: _Races())  # racecheck: what each program did to each byte
-    patched: frozenset[int] = frozenset()  # ids of the modules the launch's language patch covers
 
 
 _MANY = (-1, -1, -1)  # "read by more than one program"
@@ -245,9 +244,8 @@ def _install_scope_fix(ti: Any) -> None:
         return  # another Triton version: leave it alone
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
-        launch = _LAUNCH.get()
-        if launch is not None and launch.patched and _lang_modules(self.fn) <= launch.patched:
-            return _call_rewritten(ti, self, args, kwargs)  # the launch's own patch covers this helper's modules
+        if _LAUNCH.get() is not None:
+            return _call_rewritten(ti, self, args, kwargs)  # inside a launch, which patched both languages
         scope = ti._patch_lang(self.fn)
         try:
             return _call_rewritten(ti, self, args, kwargs)
@@ -269,23 +267,16 @@ def _call_rewritten(ti: Any, helper: Any, args: tuple, kwargs: dict) -> Any:
 
 @functools.cache
 def _both_languages() -> Any:
-    """Return a stand-in function for ``_patch_lang`` whose globals hold triton.language and its core."""
+    """Return a stand-in function for ``_patch_lang`` whose globals hold triton.language and its core.
+
+    A launch patches both once with it, and its helpers (any module's) run under that patch: patching again on every
+    call cost about 0.2 ms of CPU per helper call per program (a quarter of a helper-heavy check's time).
+    """
     import types
 
     import triton.language as tl
 
     return types.SimpleNamespace(__globals__={"tl": tl, "core": tl.core})
-
-
-def _lang_modules(fn: Any) -> frozenset[int]:
-    """Return the ids of the modules that the interpreter patches for ``fn``: triton.language(.core) in its globals.
-
-    A launch patches both once (``_patch_lang``), and a helper runs under that patch as is: patching again on every
-    call cost about 0.2 ms of CPU per helper call per program (a quarter of a helper-heavy check's time).
-    """
-    import triton.language as tl
-
-    return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is tl.core)
 
 
 def _install_globals_fix(ti: Any) -> None:
@@ -337,9 +328,7 @@ def _install_launch_context(ti: Any) -> None:
             launch.counts = TritonCounts(kernel=launch.kernel)
         # Patch triton.language and its core for the whole launch: then the kernel's helpers, the standard library's
         # (tl.sum, tl.max: their module sees core) included, run without patching either again on every call.
-        both = _both_languages()
-        scope = ti._patch_lang(both)
-        launch.patched = _lang_modules(both)
+        scope = ti._patch_lang(_both_languages())
         token = _LAUNCH.set(launch)
         try:
             out = call(self, *args, **kwargs)
