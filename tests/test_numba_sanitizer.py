@@ -432,16 +432,18 @@ def test_sanitizing_costs_a_small_factor_on_a_memory_bound_kernel():
     x, out = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
 
     def best(on: bool) -> float:
+        """The least CPU time of five launches: the process's CPU time, which other processes' load (a parallel
+        test run) does not stretch as it stretches wall time (74 ms against 11 ms once, by the clock, under load)."""
         times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
+        for _ in range(5):
+            t0 = time.process_time()
             with sanitizing(on):
                 reduce_rows[1, 32](x, out, 300)
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - t0)
         return min(times)
 
     plain, checked = best(False), best(True)
-    assert checked < 6 * plain, f"sanitized {checked * 1e3:.0f} ms vs {plain * 1e3:.0f} ms unchecked"
+    assert checked < 6 * plain, f"sanitized {checked * 1e3:.0f} ms vs {plain * 1e3:.0f} ms unchecked, of CPU"
 
 
 def test_simulator_changes_fail_loudly():
