@@ -558,3 +558,25 @@ def test_libc_named_kernel_in_checked_mode_and_by_file(tmp_path):
     x = np.zeros(4, np.float32)
     cuda.RawKernel(p, "write", checked=True)((1,), (4,), (x,))
     np.testing.assert_array_equal(x, 1 + np.arange(4, dtype=np.float32))
+
+
+def test_the_hooks_are_built_once_and_linked_into_each_checked_or_profile_module(san):
+    """wb_sanitize.h's hooks live in one object per kind of build: a module's own code only calls them, and each
+    module links its own hidden copy (so a checked module still reports, as the tests above show)."""
+    import subprocess
+
+    from workbench.cuda import _cpu_build
+
+    mod = san["checked"]._cpu_module(True)
+    profile = san["checked"]._cpu_module(False, profile=True)
+    for m, kind in ((mod, "checked"), (profile, "profile")):
+        hooks = list(Path(m.so_path).parent.glob(f"wbhooks-{kind}-*.o"))
+        assert len(hooks) == 1, hooks
+        own = subprocess.run(["nm", m.so_path.removesuffix(".so") + ".o"], capture_output=True, text=True).stdout
+        assert " U __tsan_read4" in own and " T __tsan_read4" not in own, "the module compiled the hooks itself"
+        linked = subprocess.run(["nm", m.so_path], capture_output=True, text=True).stdout
+        assert " t __tsan_read4" in linked, "the module lacks its own hidden copy of the hooks"
+    plain = subprocess.run(["nm", san["plain"]._cpu_module(False).so_path], capture_output=True, text=True).stdout
+    assert "__tsan_read4" not in plain
+    assert _cpu_build._hook_object(_cpu_build.find_cxx(), "checked", _cpu_build._sanitize_flags(
+        _cpu_build.find_cxx())).name == next(Path(mod.so_path).parent.glob("wbhooks-checked-*.o")).name

@@ -19,9 +19,12 @@
 #define WB_NO_SAN __attribute__((no_sanitize("thread")))
 #define WB_SAN_HOOK extern "C" __attribute__((visibility("hidden"), used, noinline)) WB_NO_SAN
 
-// Set by the runtime for the duration of a checked or profile launch (only fibers run module code then).
+// Set by the runtime for the duration of a checked or profile launch (only fibers run module code then). Each
+// module defines its own; the hooks below read it.
 extern "C" __attribute__((visibility("default"))) int wb_san_enabled;
+#ifndef WB_SAN_HOOKS
 int wb_san_enabled = 0;
+#endif
 
 WB_NO_SAN static inline __attribute__((always_inline)) void wb_san_hook(const void* a, uint64_t n, unsigned f,
                                                                         const void* pc) {
@@ -44,6 +47,10 @@ WB_NO_SAN static inline __attribute__((always_inline)) void wb_san_hook(const vo
 #endif
 }
 
+// The hooks themselves (WB_SAN_HOOKS) are compiled once per kind of build, checked or profile, into an object that
+// each such module is linked with (workbench/cuda/_cpu_build.py: _hook_object): they are the same for every kernel,
+// and compiling them into each module cost about 0.3 s of CPU a build. Hidden, they stay each module's own.
+#ifdef WB_SAN_HOOKS
 // An atomic operation: checked builds see it in the __tsan_atomic* hooks; profile builds count each atomicXxx() once
 // (the engine's float atomics are a load and a compare-and-swap loop), from wb_prof_atomic.
 #ifdef WB_PROFILE
@@ -188,6 +195,8 @@ WB_SAN_HOOK void __ubsan_handle_type_mismatch_v1(wb_type_mismatch* data, uintptr
 WB_SAN_HOOK void __ubsan_handle_type_mismatch_v1_abort(wb_type_mismatch* data, uintptr_t ptr) {
   __ubsan_handle_type_mismatch_v1(data, ptr);
 }
+
+#endif  // WB_SAN_HOOKS
 
 // memcpy/memset/memmove of device code: the compiler expands small constant sizes into (instrumented) loads and
 // stores, but calls the C library, which is not instrumented, for the others: tell the sanitizer about those.
