@@ -145,6 +145,33 @@ def test_inspect_triton_kernel():
     assert set(r.occupancy) == {"sm_80", "sm_90"}
 
 
+def test_triton_inspection_runs_each_tool_once_per_kernel_across_processes(tmp_path, monkeypatch):
+    """The other architecture's occupancy needs ptxas figures only (no cuobjdump), and ptxas -v and cuobjdump
+    results are cached on disk: another process (a cleared in-memory cache here) runs neither again."""
+    _needs_triton_tools()
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def scale(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3.0, mask=offs < n)
+
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    calls = []
+    real = inspection.run_tool
+    monkeypatch.setattr(inspection, "run_tool", lambda cmd, *a, **k: calls.append(Path(cmd[0]).name) or real(
+        cmd, *a, **k))
+    spec = {"signature": {"x_ptr": "*fp32", "n": "i32"}, "constexprs": {"BLOCK": 256}, "num_warps": 2}
+    first = inspect(scale, **spec)
+    assert sorted(calls) == ["cuobjdump", "ptxas", "ptxas"], calls  # ptxas -v for sm_90 and sm_80; SASS once
+    assert set(first.occupancy) == {"sm_80", "sm_90"} and first.sass
+    calls.clear()
+    monkeypatch.setattr(inspection, "_cache", {})
+    again = inspect(scale, **spec)
+    assert calls == [] and again.sass == first.sass and again.registers == first.registers
+
+
 def _needs_triton_tools() -> None:
     pytest.importorskip("triton")
     try:

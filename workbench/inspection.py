@@ -364,8 +364,11 @@ def divisible_by_16(spec: dict) -> list[str]:
     return out
 
 
-def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str]:
-    """Return (ptx, ptxas log, sass, ttgir, shared bytes, entry name) of a Triton kernel for ``arch``."""
+def _triton_compile(spec: dict, arch: str, want_sass: bool = True) -> tuple[str, str, str, str, int, str]:
+    """Return (ptx, ptxas log, sass, ttgir, shared bytes, entry name) of a Triton kernel for ``arch``.
+
+    ``want_sass=False`` (another architecture's occupancy, which needs only the ptxas figures): sass is "".
+    """
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -396,16 +399,15 @@ def _triton_compile(spec: dict, arch: str) -> tuple[str, str, str, str, int, str
         raise CompileError(f"triton.compile of {fn.__name__} for {arch} failed: {e}", str(e)) from e
     ptx = k.asm["ptx"]
     log = ptxas_log(ptx)
-    cuobjdump = find_cuda_tool("cuobjdump")
-    with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
-        cub = Path(td) / "k.cubin"
-        cub.write_bytes(k.asm["cubin"])
-        r3 = run_tool([cuobjdump, "-sass", str(cub)], "cuobjdump")
-    return ptx, log, r3.stdout, k.asm.get("ttgir", ""), int(k.metadata.shared), k.metadata.name
+    sass = cubin_sass(k.asm["cubin"]) if want_sass else ""
+    return ptx, log, sass, k.asm.get("ttgir", ""), int(k.metadata.shared), k.metadata.name
 
 
-def _cute_compile(spec: dict, arch: str) -> tuple[str, str, str, str, dict[str, int]]:
-    """Return (ptx, ptxas log, sass, entry, its ptxas figures) of a CuTe DSL kernel: ``spec["compile"](arch)``."""
+def _cute_compile(spec: dict, arch: str, want_sass: bool = True) -> tuple[str, str, str, str, dict[str, int]]:
+    """Return (ptx, ptxas log, sass, entry, its ptxas figures) of a CuTe DSL kernel: ``spec["compile"](arch)``.
+
+    ``want_sass=False``: sass is "" (see :func:`_triton_compile`).
+    """
     try:
         fn = spec["compile"](arch)
     except Exception as e:
@@ -417,21 +419,55 @@ def _cute_compile(spec: dict, arch: str) -> tuple[str, str, str, str, dict[str, 
     log = ptxas_log(ptx)
     res = parse_ptxas(log)
     symbol = next(iter(res)) if len(res) == 1 else _pick_symbol(list(res), str(spec.get("entry", "kernel")))
-    with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
-        cub = Path(td) / "k.cubin"
-        cub.write_bytes(cubin)
-        sass = run_tool([find_cuda_tool("cuobjdump"), "-sass", str(cub)], "cuobjdump").stdout
-    return ptx, log, sass, symbol, res[symbol]
+    return ptx, log, cubin_sass(cubin) if want_sass else "", symbol, res[symbol]
+
+
+def _tool_cached(tool: str, data: bytes, run: Any) -> str:
+    """Return ``run(path of the tool)``'s text for ``data``, cached on disk by the tool and a hash of ``data``.
+
+    Test workers, notebook kernels and the browser's kernel inspect the same kernels: each result is computed once.
+    """
+    exe = find_cuda_tool(tool)
+    key = hashlib.sha256(b"\0".join([exe.encode(), str(os.path.getmtime(exe)).encode(), data])).hexdigest()[:32]
+    entry = cache_dir("inspect") / f"{tool}-{key}.txt"
+    try:
+        return entry.read_text()
+    except OSError:
+        pass
+    text = run(exe)
+    try:
+        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, entry)  # atomic: a parallel reader never sees half a file
+    except OSError:
+        pass
+    return text
 
 
 def ptxas_log(ptx: str) -> str:
     """Return ``ptxas -v``'s resource report of ``ptx`` (for its own ``.target``): parse it with :func:`parse_ptxas`."""
-    ptxas = find_cuda_tool("ptxas")
-    with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
-        pf = Path(td) / "k.ptx"
-        pf.write_text(ptx)
-        r = run_tool([ptxas, f"-arch={_ptx_target(ptx)}", "-v", str(pf), "-o", str(Path(td) / "v.cubin")], "ptxas")
-    return r.stdout + r.stderr
+
+    def run(ptxas: str) -> str:
+        with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
+            pf = Path(td) / "k.ptx"
+            pf.write_text(ptx)
+            r = run_tool([ptxas, f"-arch={_ptx_target(ptx)}", "-v", str(pf), "-o", str(Path(td) / "v.cubin")],
+                         "ptxas")
+        return r.stdout + r.stderr
+
+    return _tool_cached("ptxas", ptx.encode(), run)
+
+
+def cubin_sass(cubin: bytes) -> str:
+    """Return ``cuobjdump -sass`` of ``cubin``: split it with :func:`split_sass`."""
+
+    def run(cuobjdump: str) -> str:
+        with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
+            cub = Path(td) / "k.cubin"
+            cub.write_bytes(cubin)
+            return run_tool([cuobjdump, "-sass", str(cub)], "cuobjdump").stdout
+
+    return _tool_cached("cuobjdump", cubin, run)
 
 
 def _maxntid(ptx: str, symbol: str) -> int | None:
@@ -505,10 +541,10 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
                     r2 = parse_ptxas(log2)[_pick_symbol(list(parse_ptxas(log2)), spec["name"])]
                     regs, sm = r2["registers"], r2["smem"]
                 elif kind == "cute":
-                    r2 = _cute_compile(spec, a)[4]
+                    r2 = _cute_compile(spec, a, want_sass=False)[4]
                     regs, sm = r2["registers"], r2["smem"]
                 else:
-                    _, log2, _, _, sh2, sym2 = _triton_compile(spec, a)
+                    _, log2, _, _, sh2, sym2 = _triton_compile(spec, a, want_sass=False)
                     p2 = parse_ptxas(log2)
                     r2 = p2.get(sym2) or next(iter(p2.values()))
                     regs, sm = r2["registers"], max(sh2, r2["smem"])
