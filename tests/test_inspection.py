@@ -101,6 +101,23 @@ def test_inspect_raw_kernel_template_and_inline_ptx():
 
 
 @needs_nvcc
+def test_cuda_inspection_reads_sass_for_its_own_architecture_only(tmp_path, monkeypatch):
+    """sm_80's occupancy needs ptxas -v, not cuobjdump; a later inspect at sm_80 itself adds the SASS it lacked."""
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    calls = []
+    real = inspection.run_tool
+    monkeypatch.setattr(inspection, "run_tool", lambda cmd, *a, **k: calls.append(Path(cmd[0]).name) or real(
+        cmd, *a, **k))
+    r = inspect((CU / "warp_reduce.cu", "block_sum"), arch="sm_90")
+    assert set(r.occupancy) == {"sm_80", "sm_90"} and "SHFL" in r.sass
+    assert sorted(calls) == ["cuobjdump", "nvcc", "nvcc", "ptxas", "ptxas"], calls
+    calls.clear()
+    r80 = inspect((CU / "warp_reduce.cu", "block_sum"), arch="sm_80", occupancy_archs=())
+    assert "SHFL" in r80.sass and r80.registers == r.occupancy["sm_80"]["regs_per_thread"]
+    assert sorted(calls) == ["cuobjdump", "nvcc", "ptxas"], calls
+
+
+@needs_nvcc
 def test_inspect_spec_protocol_and_compile_error(tmp_path):
     class Variant:
         def inspect_spec(self):

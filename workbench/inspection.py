@@ -221,8 +221,11 @@ def _cache_file(src_text: str, src_path: str | None, name: str, options: tuple, 
     return cache_dir("inspect") / f"{key}.json"
 
 
-def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str, str, str]:
-    """Return (ptx, ptxas -v log, sass) of ``code`` for ``arch`` (cached on disk beside the engine's cache)."""
+def _cuda_compile(code: str, name: str, options: tuple, arch: str, want_sass: bool = True) -> tuple[str, str, str]:
+    """Return (ptx, ptxas -v log, sass) of ``code`` for ``arch`` (cached on disk beside the engine's cache).
+
+    ``want_sass=False`` (another architecture's occupancy): cuobjdump is not run, and sass is "" unless cached.
+    """
     import json
 
     from workbench.cuda._source import load_source
@@ -232,10 +235,11 @@ def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str,
     entry = _cache_file(src.text, src.path, name, options, arch, nvcc)
     try:
         hit = json.loads(entry.read_text())
-        return hit["ptx"], hit["log"], hit["sass"]
+        if hit["sass"] is not None or not want_sass:
+            return hit["ptx"], hit["log"], hit["sass"] or ""
     except (OSError, ValueError, KeyError):
         pass
-    ptx, log, sass = _cuda_compile_uncached(src, name, options, arch, nvcc)
+    ptx, log, sass = _cuda_compile_uncached(src, name, options, arch, nvcc, want_sass)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")
@@ -243,10 +247,11 @@ def _cuda_compile(code: str, name: str, options: tuple, arch: str) -> tuple[str,
         os.replace(tmp, entry)  # atomic: parallel test workers never read half a file
     except OSError:
         pass
-    return ptx, log, sass
+    return ptx, log, sass or ""
 
 
-def _cuda_compile_uncached(src: Any, name: str, options: tuple, arch: str, nvcc: str) -> tuple[str, str, str]:
+def _cuda_compile_uncached(src: Any, name: str, options: tuple, arch: str, nvcc: str,
+                           want_sass: bool = True) -> tuple[str, str, str | None]:
     ptxas = find_cuda_tool("ptxas")
     cuobjdump = find_cuda_tool("cuobjdump")
     with tempfile.TemporaryDirectory(prefix="wb-inspect-") as td:
@@ -267,8 +272,8 @@ def _cuda_compile_uncached(src: Any, name: str, options: tuple, arch: str, nvcc:
         r2 = run_tool([ptxas, f"-arch={arch}", "-v", str(ptx), "-o", str(cubin)], "ptxas")
         if r2.returncode != 0:
             raise CompileError(f"ptxas failed for {src.display_name} ({arch}):\n{r2.stderr[-4000:]}", r2.stderr)
-        r3 = run_tool([cuobjdump, "-sass", str(cubin)], "cuobjdump")
-        return ptx.read_text(), r2.stdout + r2.stderr, r3.stdout
+        sass = run_tool([cuobjdump, "-sass", str(cubin)], "cuobjdump").stdout if want_sass else None
+        return ptx.read_text(), r2.stdout + r2.stderr, sass
 
 
 def _ptx_target(ptx: str) -> str:
@@ -537,7 +542,8 @@ def _inspect_uncached(spec: dict, arch: str, threads_per_block: int | None, dyna
         if a != own:
             try:
                 if kind == "cuda":
-                    _, log2, _ = _cuda_compile(spec["code"], spec["name"], tuple(spec.get("options") or ()), a)
+                    _, log2, _ = _cuda_compile(spec["code"], spec["name"], tuple(spec.get("options") or ()), a,
+                                               want_sass=False)
                     r2 = parse_ptxas(log2)[_pick_symbol(list(parse_ptxas(log2)), spec["name"])]
                     regs, sm = r2["registers"], r2["smem"]
                 elif kind == "cute":
