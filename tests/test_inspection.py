@@ -100,14 +100,21 @@ def test_inspect_raw_kernel_template_and_inline_ptx():
     assert r.registers > 0 and "laneid" in r.ptx
 
 
-@needs_nvcc
-def test_cuda_inspection_reads_sass_for_its_own_architecture_only(tmp_path, monkeypatch):
-    """sm_80's occupancy needs ptxas -v, not cuobjdump; a later inspect at sm_80 itself adds the SASS it lacked."""
+@pytest.fixture
+def tool_calls(tmp_path, monkeypatch):
+    """The names of the tools inspect runs (nvcc, ptxas, cuobjdump), in a fresh inspect cache."""
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     calls = []
     real = inspection.run_tool
     monkeypatch.setattr(inspection, "run_tool", lambda cmd, *a, **k: calls.append(Path(cmd[0]).name) or real(
         cmd, *a, **k))
+    return calls
+
+
+@needs_nvcc
+def test_cuda_inspection_reads_sass_for_its_own_architecture_only(tool_calls):
+    """sm_80's occupancy needs ptxas -v, not cuobjdump; a later inspect at sm_80 itself adds the SASS it lacked."""
+    calls = tool_calls
     r = inspect((CU / "warp_reduce.cu", "block_sum"), arch="sm_90")
     assert set(r.occupancy) == {"sm_80", "sm_90"} and "SHFL" in r.sass
     assert sorted(calls) == ["cuobjdump", "nvcc", "nvcc", "ptxas", "ptxas"], calls
@@ -162,7 +169,7 @@ def test_inspect_triton_kernel():
     assert set(r.occupancy) == {"sm_80", "sm_90"}
 
 
-def test_triton_inspection_runs_each_tool_once_per_kernel_across_processes(tmp_path, monkeypatch):
+def test_triton_inspection_runs_each_tool_once_per_kernel_across_processes(tool_calls, monkeypatch):
     """The other architecture's occupancy needs ptxas figures only (no cuobjdump), and ptxas -v and cuobjdump
     results are cached on disk: another process (a cleared in-memory cache here) runs neither again."""
     _needs_triton_tools()
@@ -174,11 +181,7 @@ def test_triton_inspection_runs_each_tool_once_per_kernel_across_processes(tmp_p
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3.0, mask=offs < n)
 
-    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
-    calls = []
-    real = inspection.run_tool
-    monkeypatch.setattr(inspection, "run_tool", lambda cmd, *a, **k: calls.append(Path(cmd[0]).name) or real(
-        cmd, *a, **k))
+    calls = tool_calls
     spec = {"signature": {"x_ptr": "*fp32", "n": "i32"}, "constexprs": {"BLOCK": 256}, "num_warps": 2}
     first = inspect(scale, **spec)
     assert sorted(calls) == ["cuobjdump", "ptxas", "ptxas"], calls  # ptxas -v for sm_90 and sm_80; SASS once

@@ -240,14 +240,19 @@ def _cuda_compile(code: str, name: str, options: tuple, arch: str, want_sass: bo
     except (OSError, ValueError, KeyError):
         pass
     ptx, log, sass = _cuda_compile_uncached(src, name, options, arch, nvcc, want_sass)
+    _store(entry, json.dumps({"ptx": ptx, "log": log, "sass": sass}))
+    return ptx, log, sass or ""
+
+
+def _store(entry: Path, text: str) -> None:
+    """Write a cache entry atomically (parallel test workers never read half a file); a failed write is skipped."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"ptx": ptx, "log": log, "sass": sass}))
-        os.replace(tmp, entry)  # atomic: parallel test workers never read half a file
+        tmp.write_text(text)
+        os.replace(tmp, entry)
     except OSError:
         pass
-    return ptx, log, sass or ""
 
 
 def _cuda_compile_uncached(src: Any, name: str, options: tuple, arch: str, nvcc: str,
@@ -440,12 +445,7 @@ def _tool_cached(tool: str, data: bytes, run: Any) -> str:
     except OSError:
         pass
     text = run(exe)
-    try:
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, entry)  # atomic: a parallel reader never sees half a file
-    except OSError:
-        pass
+    _store(entry, text)
     return text
 
 

@@ -252,9 +252,6 @@ def _redzone_objects(cxx: str) -> tuple[Path, Path]:
     return _rz_objects[key]
 
 
-_hook_objects: dict[str, Path] = {}
-
-
 def _hook_object(cxx: str, kind: str, flags: list[str]) -> Path:
     """Return the object holding the sanitizer hooks of a ``kind`` ("checked" or "profile") build, built once.
 
@@ -265,7 +262,7 @@ def _hook_object(cxx: str, kind: str, flags: list[str]) -> Path:
     macro = "-DWB_CHECKED=1" if kind == "checked" else "-DWB_PROFILE=1"
     cmd = [cxx, *CXXFLAGS, "-I", str(INCLUDE_DIR), macro, "-DWB_SAN_HOOKS=1", *flags]
     key = _hash(" ".join(cmd[1:]), _headers_digest(), _cxx_id(cxx))
-    obj = _hook_objects.get(key) or cache_dir() / f"wbhooks-{kind}-{key}.o"
+    obj = cache_dir() / f"wbhooks-{kind}-{key}.o"
     if not obj.exists():
         tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
         r = _run_compiler([*cmd, "-c", "-x", "c++", "-", "-o", str(tmp)], f"the CPU engine's {kind} hooks",
@@ -273,7 +270,6 @@ def _hook_object(cxx: str, kind: str, flags: list[str]) -> Path:
         if r.returncode != 0:
             raise CompileError(f"building the CPU engine's {kind} hooks failed:\n{r.stderr}", r.stderr)
         os.replace(tmp, obj)
-    _hook_objects[key] = obj
     return obj
 
 
