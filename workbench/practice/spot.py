@@ -18,6 +18,7 @@ one of the kernel's failing runs).
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import re
 import shutil
@@ -142,22 +143,27 @@ def _words(label: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9]+", " ", label.lower()).split())
 
 
-def _phrases() -> dict[str, set[str]]:
-    """Return {phrase: the mistakes it names}; a checker word that is not a plain phrase names its diagnosis's."""
+@functools.cache
+def _phrase_table() -> tuple[dict[str, frozenset[str]], re.Pattern]:
+    """Return {phrase: the mistakes it names} and the pattern matching any phrase, longest first (built once).
+
+    A checker word that is not a plain phrase names its diagnosis's mistakes. MISTAKES and DIAGNOSIS_MISTAKES are
+    constant tables: labels are graded thousands of times in a test run, and rebuilding this took most of it.
+    """
     out: dict[str, set[str]] = {}
     for mistake, words in MISTAKES.items():
         for w in words:
             out.setdefault(_words(w), set()).add(mistake)
     for diagnosis, mistakes in DIAGNOSIS_MISTAKES.items():  # "missing barrier" stays a barrier, not any race
         out.setdefault(_words(diagnosis), set(mistakes))
-    return out
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in sorted(out, key=len, reverse=True)) + r")\b")
+    return {k: frozenset(v) for k, v in out.items()}, pattern
 
 
-def named_mistakes(label: str) -> list[set[str]]:
+def named_mistakes(label: str) -> list[frozenset[str]]:
     """Return the mistakes each phrase of ``label`` names, longest phrases first (``[]``: it names none we know)."""
-    phrases = _phrases()
-    pattern = r"\b(?:" + "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True)) + r")\b"
-    return [phrases[m.group(0)] for m in re.finditer(pattern, _words(label))]
+    phrases, pattern = _phrase_table()
+    return [phrases[m.group(0)] for m in pattern.finditer(_words(label))]
 
 
 def _is_known_label(label: str) -> bool:
