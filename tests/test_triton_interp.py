@@ -150,6 +150,45 @@ def test_helpers_run_under_the_launchs_language_patch(tmp_path, monkeypatch):
     assert {k: getattr(sys.modules[k[0]], k[1]) for k in originals} == originals  # all restored after the launch
 
 
+def test_the_fast_paths_give_what_the_interpreters_own_helpers_give():
+    """The dtype table and the list of builtins are built once; what they return is what Triton's own code returns."""
+    import inspect
+
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter as ti
+
+    assert ti._get_np_dtype.__module__ == "workbench._triton_interp"  # installed
+    own = {tl.int1: bool, tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64, tl.int8: np.int8,
+           tl.uint8: np.uint8, tl.int16: np.int16, tl.uint16: np.uint16, tl.int32: np.int32, tl.uint32: np.uint32,
+           tl.int64: np.int64, tl.uint64: np.uint64, tl.bfloat16: np.uint16, tl.float8e5: np.uint8,
+           tl.float8e4nv: np.uint8}  # bf16 and fp8 are stored as their bits
+    for t, want in own.items():
+        assert ti._get_np_dtype(t) == np.dtype(want), t
+        assert ti._get_np_dtype(tl.block_type(t, [4, 8])) == np.dtype(want), t
+    for t in (tl.pointer_type(tl.float32), tl.block_type(tl.pointer_type(tl.bfloat16), [16])):
+        assert ti._get_np_dtype(t) == np.dtype(np.uint64)
+    with pytest.raises(KeyError):
+        ti._get_np_dtype(tl.void)  # the original's error for a type with no numpy storage
+
+    class Scope:
+        def __init__(self):
+            self.set = {}
+
+        def set_attr(self, obj, name, value):
+            self.set[(obj, name)] = value
+
+    scope = Scope()
+    ti._patch_builtin(tl, None, scope)
+    want = {name for name, m in inspect.getmembers(tl) if tl.core.is_builtin(m)}
+    assert {name for (_, name) in scope.set} == want and {"load", "store", "dot", "program_id"} <= want
+    seen = {}
+    monkey = lambda *a, _semantic=None, **k: seen.update(args=a, semantic=_semantic, kwargs=k)  # noqa: E731
+    ti._patch_attr(tl, "x", monkey, None, scope)
+    scope.set[(tl, "x")](1, axis=0, _semantic="the caller's")
+    assert seen == {"args": (1,), "semantic": ti.interpreter_semantic, "kwargs": {"axis": 0}}
+
+
 RACES = textwrap.dedent('''
     import triton
     import triton.language as tl

@@ -223,6 +223,7 @@ def install() -> None:
         return
     _install_scope_fix(ti)
     _install_globals_fix(ti)
+    _install_fast_paths(ti)
     if hasattr(ti, "GridExecutor") and hasattr(ti, "InterpreterBuilder"):
         _install_launch_context(ti)
         _install_bf16_guard(ti)
@@ -296,6 +297,74 @@ def _install_globals_fix(ti: Any) -> None:
 
     _compile_and_exec.__doc__ = "Run the rewritten kernel, then drop the dunder names the interpreter added."
     rewriter._compile_and_exec = _compile_and_exec
+
+
+# ------------------------------------------------------------------------------------------------------ fast paths
+
+
+def _install_fast_paths(ti: Any) -> None:
+    """Replace three per-operation helpers of the interpreter with equivalents that do not redo constant work.
+
+    Each launch patched every builtin of triton.language after listing the modules' members again (``inspect.
+    getmembers``, sorted, about 300 attributes, four times); every patched builtin copied its keyword arguments into a
+    new dict to drop ``_semantic``; and every numpy conversion built an 18-entry dtype table. Together about a tenth
+    of a Triton check's CPU under the interpreter. The results are the same: the builtins are listed once, here,
+    before any launch has patched them.
+    """
+    if not all(hasattr(ti, n) for n in ("_patch_builtin", "_patch_attr", "_get_np_dtype", "interpreter_semantic")):
+        return  # another Triton version: leave it alone
+    _fast_builtins(ti)
+    _fast_np_dtype(ti)
+
+
+def _fast_builtins(ti: Any) -> None:
+    import inspect
+
+    import triton.language as tl
+
+    listed: dict[int, list[tuple[str, Any]]] = {}
+
+    def builtins_of(pkg: Any) -> list[tuple[str, Any]]:
+        if id(pkg) not in listed:
+            listed[id(pkg)] = [(n, m) for n, m in inspect.getmembers(pkg) if tl.core.is_builtin(m)]
+        return listed[id(pkg)]
+
+    for pkg in (tl, tl.tensor, tl.math, tl.core, tl.core.tensor, tl.core.tensor_descriptor_base):
+        builtins_of(pkg)  # listed now, while nothing is patched
+
+    semantic = ti.interpreter_semantic
+
+    def _patch_attr(obj: Any, name: str, member: Any, builder: Any, scope: Any) -> None:
+        def patched(*args: Any, **kwargs: Any) -> Any:
+            kwargs["_semantic"] = semantic  # replaces the caller's, as the original does
+            return member(*args, **kwargs)
+
+        scope.set_attr(obj, name, patched)
+
+    def _patch_builtin(pkg: Any, builder: Any, scope: Any) -> None:
+        for name, member in builtins_of(pkg):
+            _patch_attr(pkg, name, member, builder, scope)
+
+    ti._patch_attr, ti._patch_builtin = _patch_attr, _patch_builtin
+
+
+def _fast_np_dtype(ti: Any) -> None:
+    import triton.language as tl
+
+    original = ti._get_np_dtype
+    scalars = {t: original(t) for t in (tl.int1, tl.float16, tl.float32, tl.float64, tl.int8, tl.uint8, tl.int16,
+                                         tl.uint16, tl.int32, tl.uint32, tl.int64, tl.uint64, tl.bfloat16,
+                                         tl.float8e5, tl.float8e5b16, tl.float8e4nv, tl.float8e4b8, tl.float8e4b15)}
+    u64 = np.dtype(np.uint64)
+
+    def _get_np_dtype(tt_dtype: Any) -> np.dtype:
+        t = tt_dtype.element_ty if isinstance(tt_dtype, tl.block_type) else tt_dtype
+        if isinstance(t, tl.pointer_type):
+            return u64
+        found = scalars.get(t)
+        return found if found is not None else original(tt_dtype)  # the original's error for other types
+
+    ti._get_np_dtype = _get_np_dtype
 
 
 # -------------------------------------------------------------------------------------------------- launch context
