@@ -207,6 +207,37 @@ def test_a_redefined_helper_is_compiled_again(tmp_path):
     _refused(lambda: ns["uses_helper"][(1,)](x), "uses_helper")
 
 
+NESTED = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def helper(v):
+        return v + 1
+
+    @triton.jit
+    def middle(v):
+        return helper(v) * 2
+
+    @triton.jit
+    def uses_middle(x_ptr):
+        tl.store(x_ptr, middle(tl.load(x_ptr)))
+''')
+
+
+def test_a_redefined_helper_of_a_helper_is_compiled_again(tmp_path):
+    """The gate reuses each helper's JITFunction: one whose own helper was redefined must get a new cache key."""
+    src = tmp_path / "cell.py"
+    src.write_text(NESTED + BAD_HELPER)
+    ns: dict = {"__name__": "cell"}
+    exec(compile(NESTED, str(src), "exec"), ns)  # noqa: S102  (a notebook's cells, one after another)
+    x = torch.zeros(1)
+    ns["uses_middle"][(1,)](x)
+    assert x.item() == 2.0
+    exec(compile("\n" * NESTED.count("\n") + BAD_HELPER, str(src), "exec"), ns)  # noqa: S102
+    _refused(lambda: ns["uses_middle"][(1,)](x), "uses_middle")
+
+
 def test_warmup_refuses_what_the_compile_refuses():
     _refused(lambda: dot_8x8.warmup(torch.randn(64), torch.zeros(64), grid=(1,)), "K >= 16")
 

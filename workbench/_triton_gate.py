@@ -257,6 +257,7 @@ class _KernelGate:
 
     binder: Any
     constexprs: frozenset[str]
+    jit: Any  # the kernel's JITFunction (its source read once; its cache key cleared before each compile)
     verdicts: dict[tuple, _Verdict] = field(default_factory=dict)
 
 
@@ -284,7 +285,7 @@ def _gate_of(ifn: Any) -> _KernelGate:
 
         jit = JITFunction(ifn.fn)
         g = _KernelGate(create_function_from_signature(jit.signature, jit.params, _backend()),
-                        frozenset(p.name for p in jit.params if p.is_constexpr))
+                        frozenset(p.name for p in jit.params if p.is_constexpr), jit)
         ifn._wb_gate = g
     return g
 
@@ -375,7 +376,8 @@ def _decide(ifn: Any, g: _KernelGate, args: tuple, kw: dict, need_kernel: bool) 
 
     from workbench.inspection import _jit_of, _jit_stdlib
 
-    jit = JITFunction(ifn.fn)  # a fresh one: its cache key sees the helpers as they are now
+    jit = g.jit
+    jit.hash = None  # its cache key is computed again: it sees the helpers as they are now
     # A @jit function passed as an argument (a constexpr `ACTIVATION: tl.constexpr`) is an InterpretedFunction
     # here: the compile takes the JITFunction of the same Python function, and the helpers it calls in turn.
     passed = [a for a in (*args, *kw.values()) if isinstance(a, InterpretedFunction)]

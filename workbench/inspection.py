@@ -326,20 +326,21 @@ def _jit_stdlib(kernel: Any = None, extra: Sequence[Any] = ()) -> Iterator[None]
             ns[attr] = val
 
 
-_STDLIB_JIT: dict[int, tuple[Any, Any]] = {}  # id(InterpretedFunction) -> (it, its JITFunction): triton's own
+_JIT_OF: dict[int, tuple[Any, Any]] = {}  # id(InterpretedFunction) -> (it, its JITFunction)
 
 
 def _jit_of(interpreted: Any, jit_function: type) -> Any:
-    """Return a JITFunction of an interpreted helper: made once for triton.language's, afresh for the user's.
+    """Return the JITFunction of an interpreted helper, made once per helper (it reads the source: ~5 ms).
 
-    Triton's helpers never change, and making a JITFunction reads its source (~5 ms): reusing them keeps a
-    compile in cpu mode cheap. A user's helper may be redefined (and its own helpers with it): made each time.
+    A user's helper may call helpers that were redefined since (a notebook cell run again): its cached cache key
+    is cleared on every use, as Triton's ``_unsafe_update_src`` does for callers, so the key sees them as they are
+    now. A redefined helper is a new function, so a new InterpretedFunction with a JITFunction of its own.
     """
-    if not str(getattr(interpreted.fn, "__module__", "")).startswith("triton."):
-        return jit_function(interpreted.fn)
-    hit = _STDLIB_JIT.get(id(interpreted))
+    hit = _JIT_OF.get(id(interpreted))
     if hit is None or hit[0] is not interpreted:
-        hit = _STDLIB_JIT[id(interpreted)] = (interpreted, jit_function(interpreted.fn))
+        hit = _JIT_OF[id(interpreted)] = (interpreted, jit_function(interpreted.fn))
+    elif not str(getattr(interpreted.fn, "__module__", "")).startswith("triton."):
+        hit[1].hash = None  # Triton's own helpers never change
     return hit[1]
 
 
