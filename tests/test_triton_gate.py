@@ -194,19 +194,6 @@ BAD_HELPER = textwrap.dedent('''
 ''')
 
 
-def test_a_redefined_helper_is_compiled_again(tmp_path):
-    """A notebook cell that redefines a @jit helper changes the kernel: the cached verdict must not hide it."""
-    src = tmp_path / "cell.py"
-    src.write_text(HELPERS + BAD_HELPER)
-    ns: dict = {"__name__": "cell"}
-    exec(compile(HELPERS, str(src), "exec"), ns)  # noqa: S102  (a notebook's cells, one after another)
-    x = torch.zeros(1)
-    ns["uses_helper"][(1,)](x)
-    assert x.item() == 1.0
-    exec(compile("\n" * HELPERS.count("\n") + BAD_HELPER, str(src), "exec"), ns)  # noqa: S102
-    _refused(lambda: ns["uses_helper"][(1,)](x), "uses_helper")
-
-
 NESTED = textwrap.dedent('''
     import triton
     import triton.language as tl
@@ -225,17 +212,22 @@ NESTED = textwrap.dedent('''
 ''')
 
 
-def test_a_redefined_helper_of_a_helper_is_compiled_again(tmp_path):
-    """The gate reuses each helper's JITFunction: one whose own helper was redefined must get a new cache key."""
+@pytest.mark.parametrize("cells, kernel, first", [(HELPERS, "uses_helper", 1.0), (NESTED, "uses_middle", 2.0)],
+                         ids=["helper", "helper-of-a-helper"])
+def test_a_redefined_helper_is_compiled_again(tmp_path, cells, kernel, first):
+    """A notebook cell that redefines a @jit helper changes the kernel: the cached verdict must not hide it.
+
+    The gate reuses each helper's JITFunction: one whose own helper was redefined must get a new cache key too.
+    """
     src = tmp_path / "cell.py"
-    src.write_text(NESTED + BAD_HELPER)
+    src.write_text(cells + BAD_HELPER)
     ns: dict = {"__name__": "cell"}
-    exec(compile(NESTED, str(src), "exec"), ns)  # noqa: S102  (a notebook's cells, one after another)
+    exec(compile(cells, str(src), "exec"), ns)  # noqa: S102  (a notebook's cells, one after another)
     x = torch.zeros(1)
-    ns["uses_middle"][(1,)](x)
-    assert x.item() == 2.0
-    exec(compile("\n" * NESTED.count("\n") + BAD_HELPER, str(src), "exec"), ns)  # noqa: S102
-    _refused(lambda: ns["uses_middle"][(1,)](x), "uses_middle")
+    ns[kernel][(1,)](x)
+    assert x.item() == first
+    exec(compile("\n" * cells.count("\n") + BAD_HELPER, str(src), "exec"), ns)  # noqa: S102
+    _refused(lambda: ns[kernel][(1,)](x), kernel)
 
 
 def test_warmup_refuses_what_the_compile_refuses():
