@@ -97,7 +97,7 @@ def apply_fixes(text: str, fixes: Sequence[tuple[str, str]], where: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=256)  # pure text -> text: a drill's listing redoes these for every answer graded
+@functools.lru_cache(maxsize=256)  # pure, on strings: a drill's listing redoes it for every answer graded
 def drop_register_decorators(text: str, where: str) -> str:
     """Remove every ``@register(...)`` / ``@workbench.register(...)`` decorator (they name the bug)."""
     tree = _parse(text, where)
@@ -206,7 +206,7 @@ def apply_renames(texts: dict[str, str], renames: dict[str, str], where: str,
     return texts
 
 
-@functools.lru_cache(maxsize=256)  # pure text -> text: a drill's listing redoes these for every answer graded
+@functools.lru_cache(maxsize=256)  # pure, on strings: a drill's listing redoes it for every answer graded
 def _rename_python(text: str, old: str, new: str) -> str:
     """Rename ``old`` to ``new`` and keep continuation lines aligned with the brackets they were aligned with."""
     pat = re.compile(rf"\b{re.escape(old)}\b")
@@ -240,7 +240,7 @@ def _rename_python(text: str, old: str, new: str) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=256)  # pure text -> text: a drill's listing redoes these for every answer graded
+@functools.lru_cache(maxsize=256)  # pure, on strings: a drill's listing redoes it for every answer graded
 def identifiers(text: str, python: bool = True) -> frozenset[str]:
     """Return the names used as code in ``text``: not in strings or comments, nor the module paths of imports."""
     if python:
@@ -268,7 +268,7 @@ def identifiers(text: str, python: bool = True) -> frozenset[str]:
 # ------------------------------------------------------------------------------------------------ extraction
 
 
-@functools.lru_cache(maxsize=256)  # pure text -> text: a drill's listing redoes these for every answer graded
+@functools.lru_cache(maxsize=256)  # pure, on strings: a drill's listing redoes it for every answer graded
 def extract_python(text: str, name: str, where: str) -> str:
     """Return the top-level function, class or constant assignment ``name`` of ``text`` (decorators included)."""
     tree = _parse(text, where)
@@ -287,7 +287,7 @@ def extract_python(text: str, name: str, where: str) -> str:
     raise ListingError(f"{where}: no top-level definition named {name!r}")
 
 
-@functools.lru_cache(maxsize=256)  # pure text -> text: a drill's listing redoes these for every answer graded
+@functools.lru_cache(maxsize=256)  # pure, on strings: a drill's listing redoes it for every answer graded
 def _strip_docstrings(text: str) -> str:
     tree = ast.parse(text)
     drop: set[int] = set()
