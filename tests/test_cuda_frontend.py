@@ -101,6 +101,52 @@ def test_both_compilers_failing_shows_both():
         cuda.RawKernel(K % "x[0] = not_declared_anywhere;", "k").compile()
 
 
+# The gate compiles with --Ofast-compile=max first, then a refusal again with cupy's own options. Each source here
+# must get cupy's verdict and kernels: refusals from the front end, from ptxas (shared-memory limit, x86 assembly, an
+# unresolved function) and from the parameter space, and two that only optimisation tells apart: an unused 80 KB
+# shared array (accepted), and a call to an undefined function in a branch the optimiser proves dead (accepted by
+# cupy; refused when optimising less, so the second compile decides).
+SMEM = K % "__shared__ int s[20000]; s[threadIdx.x] = 1; __syncthreads(); x[0] = s[5];"
+DEAD_CALL = "__device__ int f(int);\n" + K % "if (x[0] < 0 && x[0] > 0) x[0] = f(1);"
+SAME_VERDICT = {
+    "plain": (K % "x[threadIdx.x] += 1;", True),
+    "80 KB of shared memory, used": (SMEM, False),
+    "80 KB of shared memory, unused": (K % "__shared__ int s[20000]; x[0] = 1;", True),
+    "x86 assembly": (K % 'int v; asm("movl $1, %0" : "=r"(v)); x[0] = v;', False),
+    "undefined device function": ("__device__ int f(int);\n" + K % "x[0] = f(1);", False),
+    "undefined device function, in dead code": (DEAD_CALL, True),
+    "40 KB of parameters": ("struct B { char c[40000]; };\n"
+                            'extern "C" __global__ void k(B b, int* x) { x[0] = b.c[0]; }\n', False),
+    "mangled kernel": ("__global__ void k(int* x) { x[0] = 1; }\n", True),
+}
+
+
+@pytest.mark.parametrize("case", list(SAME_VERDICT))
+def test_the_gates_verdict_is_cupys(case, monkeypatch):
+    from workbench.cuda import _frontend
+
+    code, ok = SAME_VERDICT[case]
+    code = f"// {uuid.uuid4()}: never judged before\n" + code
+    as_cupy = _frontend.compile_like_cupy(code, "k.cu", (), "sm_90")
+    calls = []
+    real = _frontend.compile_like_cupy
+    monkeypatch.setattr(_frontend, "compile_like_cupy", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    gate = _frontend.verdict(code, None, "k.cu", ())
+    assert as_cupy.ok == gate.ok == ok, (as_cupy.log, gate.log)
+    assert (gate.entries, gate.log) == (_frontend.cubin_entries(as_cupy.image), as_cupy.log)
+    assert calls[0] == _frontend.FAST_COMPILE  # the pinned NVRTC (13.0) has the option
+    again = not ok or "if (x[0] < 0 && x[0] > 0)" in code  # a refusal is compiled again as cupy compiles it
+    assert calls[1:] == ([()] if again else [])
+
+
+def test_the_dead_call_is_what_optimising_less_would_refuse():
+    from workbench.cuda import _frontend
+
+    assert not _frontend.compile_like_cupy(DEAD_CALL, "k.cu", _frontend.FAST_COMPILE, "sm_90").ok
+    assert _frontend.gate_extra_options("12.6") == ()  # NVRTC before 12.8 has no --Ofast-compile
+    assert _frontend.gate_extra_options("12.8") == _frontend.gate_extra_options("13.0") == _frontend.FAST_COMPILE
+
+
 def test_the_verdict_is_cached_on_disk_once_per_module(monkeypatch):
     from workbench import cuda
     from workbench.cuda import _frontend

@@ -14,6 +14,13 @@ needs), ``--std=c++17`` unless an option sets ``-std``, ``-I<cupy's include fold
 kernel of this project includes it). NVRTC comes from the ``nvidia-cuda-nvrtc`` wheel through ``cuda.bindings.nvrtc``
 (cuda-bindings).
 
+The gate first compiles with one option more than cupy: ``--Ofast-compile=max`` (NVRTC 12.8 and later), which makes
+the optimiser do less, for 3-10 times less CPU (``attn_flash_simt.cu``: 5.1 s to 0.45 s; the project's 42 ``.cu``
+files: 28 s to 7.6 s). Front-end errors, ptxas' limits and bad inline assembly are refused either way, but less
+optimisation can keep what the optimiser would have removed (a call to an undefined function in code it proves dead),
+so a refusal is compiled again with cupy's own options, and that compile's verdict and log are the gate's. The verdict
+is cupy's either way; ``tests/test_nvrtc.py`` also compiles every shipped ``.cu`` exactly as cupy does.
+
 Verdicts are cached on disk (``<cache_dir>/frontend``), keyed by the source, the local headers it includes, the
 options, the name expressions and the NVRTC version. Without NVRTC the gate warns once and lets code through.
 Opt out per module with ``RawModule(..., frontend=False)`` / ``RawKernel(..., frontend=False)``, or for the whole
@@ -38,9 +45,11 @@ from typing import Any
 from workbench.cuda.errors import FrontendError
 
 __all__ = ["Result", "Verdict", "check", "check_kernel_name", "compile_like_cupy", "cupy_options", "cuda_root",
-           "enabled", "gate_arch", "load_nvrtc", "nvrtc_version", "verdict"]
+           "enabled", "gate_arch", "gate_extra_options", "load_nvrtc", "nvrtc_version", "verdict"]
 
 DEFAULT_ARCH = "sm_90"
+#: What the gate adds to cupy's options first (NVRTC >= 12.8): optimise less (a refusal is compiled again without it).
+FAST_COMPILE = ("--Ofast-compile=max",)
 _STO_CUDA_ENTRY = 0x10  # st_other bit of a kernel (an entry point) in a cubin's symbol table
 _ARCH_OPT = re.compile(r"^(?:-arch|--gpu-architecture)[= ]?(?P<a>(?:sm|compute)_\d+[a-z]?)$")
 OPT_OUT = "RawModule(..., frontend=False) / RawKernel(..., frontend=False), or WORKBENCH_FRONTEND=0"
@@ -214,6 +223,22 @@ def gate_arch(options: Sequence[str]) -> tuple[tuple[str, ...], str]:
     return tuple(opts), arch
 
 
+def gate_extra_options(version: str) -> tuple[str, ...]:
+    """Return what the gate adds to cupy's options for NVRTC ``version`` (``major.minor``): FAST_COMPILE from 12.8."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return FAST_COMPILE if (major, minor) >= (12, 8) else ()
+
+
+def _judge(text: str, display_name: str, opts: tuple[str, ...], arch: str, exprs: tuple[str, ...],
+           version: str) -> Result:
+    """Compile optimising less (gate_extra_options); compile a refusal again with cupy's own options and return that."""
+    extra = gate_extra_options(version)
+    r = compile_like_cupy(text, display_name, (*opts, *extra), arch, exprs)
+    if extra and not r.ok:
+        r = compile_like_cupy(text, display_name, opts, arch, exprs)
+    return r
+
+
 def _key(text: str, path: str | None, options: tuple[str, ...], exprs: tuple[str, ...], version: str) -> str:
     from workbench.cuda.toolchain import local_includes
 
@@ -272,7 +297,7 @@ def verdict(text: str, path: str | None, display_name: str, options: Sequence[st
     cache = _cache_file(_key(text, path, cupy_options(opts, arch), exprs, version))
     v = _read_cached(cache)
     if v is None:
-        r = compile_like_cupy(text, display_name, opts, arch, exprs)
+        r = _judge(text, display_name, opts, arch, exprs, version)
         v = Verdict(r.ok, r.log, cubin_entries(r.image), r.lowered, arch, version, cache_path=str(cache))
         _write_cached(cache, v)
     return v
