@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -209,3 +211,28 @@ def test_options_translation():
                                         "--define-macro=Y"))
     assert flags == ["-DX=1", "-I/inc", "-std=c++17", "-DY"]
     assert ignored == ["--use_fast_math", "-arch=sm_90"]
+
+
+RTC = 'extern "C" __global__ void rtc(int* out) { out[0] = __CUDACC_RTC__; }  // %s\n'
+
+
+def test_modules_compile_with_the_precompiled_prelude_and_a_macro_it_reads_still_counts(monkeypatch):
+    import uuid
+
+    from workbench import cuda
+    from workbench.cuda import _cpu_build
+
+    compiles = []
+    real = _cpu_build._run_compiler
+    monkeypatch.setattr(_cpu_build, "_run_compiler",
+                        lambda cmd, *a, **k: compiles.append(cmd) or real(cmd, *a, **k))
+    out = np.zeros(1, np.int32)
+    cuda.RawKernel(RTC % uuid.uuid4(), "rtc")((1,), (1,), (out,))
+    assert out[0] == 1  # the prelude defines __CUDACC_RTC__ as NVRTC does
+    cmd = next(c for c in compiles if "-c" in c and c[c.index("-c") + 1].endswith("kernel.cpp"))
+    pch = Path(cmd[cmd.index("-I") + 1])
+    assert pch.name.startswith("pch-") and (pch / "wb_cuda.h.gch").is_file(), cmd
+    assert cmd.index(str(pch)) < cmd.index(str(_cpu_build.INCLUDE_DIR))  # found before wb_cuda.h itself
+    # a -D that the prelude reads: GCC finds the .gch unusable and reads the header, so the macro wins
+    cuda.RawKernel(RTC % uuid.uuid4(), "rtc", options=("-D__CUDACC_RTC__=7",), frontend=False)((1,), (1,), (out,))
+    assert out[0] == 7
