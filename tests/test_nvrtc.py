@@ -180,6 +180,7 @@ def test_every_cu_file_is_compiled_here():
 @pytest.mark.parametrize("b", SM90, ids=lambda b: b.id)
 def test_nvrtc_compiles_for_sm90_as_cupy_will(b):
     # through the CPU engine's front-end gate, whose verdict cache the cpu-mode builds of the same file then reuse
+    # (it compiles with --Ofast-compile=max first and a refusal again with cupy's options: the verdict is cupy's)
     src = b.source()
     text, opts = _gpu_source(src, b.options)
     v = _frontend.verdict(text, src.path, src.path or "inline.cu", opts)
