@@ -36,12 +36,17 @@ requires_cpu_mode = pytest.mark.skipif(not CPU_MODE, reason="asserts cpu-mode (e
 # ranks, CLI and mode subprocesses: 10-75 s each). pytest-xdist's --dist loadfile hands out the files with the most
 # tests first, which put these last: the run ended on one of them while the other worker sat idle. Workers order
 # the files as SCHEDULE_FIRST, then the rest with the most tests first (xdist's own order); a name that no longer
-# exists is ignored.
+# exists is ignored. Its last files leave their core idle for a third to nine tenths of their time (progress-bar
+# delays, Numba-simulator threads handing the GIL to each other, spawned ranks, time limits: 3-12 s each, measured
+# per file once the browser test had ended): run early, while `make test` runs the browser test beside them, the
+# browser's kernel uses that core.
 SCHEDULE_FIRST = (
     "tests/test_gpu_run.py", "tests/test_practice_profile.py", "tests/test_exercises.py",
     "tests/test_attention_triton.py", "tests/test_inspection.py", "tests/test_moe_ep.py", "tests/test_kernel_goals.py",
     "tests/test_mode.py", "tests/test_cli.py", "tests/test_numba_optional.py", "tests/test_toolchain.py",
     "tests/test_moe_fp8.py", "tests/test_moe_triton.py",
+    "tests/test_progressbar.py", "tests/test_invariance.py", "notebooks/08-communication.ipynb",
+    "tests/test_numba_sanitizer.py", "notebooks/00-workbench-tour.ipynb", "tests/test_timer.py",
 )
 
 
