@@ -468,12 +468,19 @@ def _set_buffers(launch: _Launch, named: list[tuple[str, Any]]) -> None:
 
 
 def _is_bf16(handle: Any) -> bool:
-    import triton.language as tl
-
+    # on every interpreted operation: a name test, not tl.dtype.__eq__ (the same test, through Python-level calls)
     ty = getattr(handle, "dtype", None)
     while hasattr(ty, "element_ty"):
         ty = ty.element_ty
-    return getattr(ty, "scalar", ty) == tl.bfloat16
+    ty = getattr(ty, "scalar", ty)
+    return getattr(ty, "name", None) == "bf16" and isinstance(ty, _tl_dtype())
+
+
+@functools.cache
+def _tl_dtype() -> type:
+    import triton.language as tl
+
+    return tl.dtype
 
 
 def _refuse_bf16(what: str) -> None:
