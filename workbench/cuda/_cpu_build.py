@@ -424,26 +424,21 @@ class CpuModule:
                     raise CompileError(
                         f"kernel {n!r} is not defined in {self.source.display_name} "
                         f"(__global__ functions found: {avail})")
-            if self.checked:
-                flags.append("-DWB_CHECKED=1")
-            if self.profile:
-                flags.append("-DWB_PROFILE=1")
+            kind = _kind_flags(cxx, self.checked, self.profile)
             tu = self._translation_unit()
-            extra = " ".join(_sanitize_flags(cxx)) + f" rz={REDZONE}" if self.checked else ""
-            extra += " ".join(_profile_flags(cxx)) if self.profile else ""
-            extra += " ".join(PLAIN_FLAGS) if not (self.checked or self.profile) else ""
+            extra = " ".join(kind) + (f" rz={REDZONE}" if self.checked else "")
             key = _hash(tu, " ".join(flags), " ".join(CXXFLAGS + LDFLAGS), extra, _headers_digest(), _cxx_id(cxx))
             runtime()  # kernel modules resolve wb_* symbols against the (RTLD_GLOBAL) runtime
             so = _cached_so(key)
             if so is None or not _intact(so):
-                so = self._build(cxx, flags, tu, key)
+                so = self._build(cxx, flags, kind, tu, key)
             try:
                 self._load(so)
             except (OSError, ValueError, IndexError, struct.error):  # a corrupt cache entry: rebuild it once
                 _loaded.pop(str(so), None)
                 _images.pop(str(so), None)
                 so.unlink(missing_ok=True)
-                self._load(self._build(cxx, flags, tu, key))
+                self._load(self._build(cxx, flags, kind, tu, key))
             return self
 
     def _load(self, so: Path) -> None:
@@ -531,7 +526,7 @@ class CpuModule:
                 total += s.size  # a __device__ helper's or a file-scope __shared__ variable: counted for every kernel
         return total
 
-    def _build(self, cxx: str, flags: list[str], tu: str, key: str) -> Path:
+    def _build(self, cxx: str, flags: list[str], kind: list[str], tu: str, key: str) -> Path:
         runtime()  # make sure the runtime exists before any kernel module is loaded
         with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="build-") as td:
             cpp = Path(td) / "kernel.cpp"
@@ -541,11 +536,10 @@ class CpuModule:
             obj = Path(td) / "kernel.o"
             # One section per function and variable: a link rooted at one kernel (see _exact_static_smem) keeps
             # only the __shared__ variables that kernel reaches.
-            kind = _kind_flags(cxx, self.checked, self.profile)
             pch = _pch_dir(cxx, kind)
             cmd = [cxx, *CXXFLAGS, "-ffunction-sections", "-fdata-sections",
                    *(["-I", str(pch)] if pch else []), "-I", str(INCLUDE_DIR), *flags, "-MD", "-MF", str(dep),
-                   *[f for f in kind if f not in flags], "-c", str(cpp), "-o", str(obj)]
+                   *kind, "-c", str(cpp), "-o", str(obj)]
             self._check_compile(_run_compiler(cmd, self.source.display_name), cpp)
             # checked: link between the redzones, without ThreadSanitizer's runtime (wb_sanitize.h has the hooks,
             # compiled once into _hook_object)
