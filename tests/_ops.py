@@ -77,16 +77,27 @@ def _q8_small(shape: dict) -> bool:
 WRONG_SHAPES: dict[str, Callable[[dict], bool]] = {"decode_attention_q8": _q8_small}
 
 
+def draw_seed(op: str, name: str) -> int:
+    """Return the seed of the probe shapes the suite's check of ``op/name`` draws: fixed per kernel.
+
+    ``wb.check`` draws afresh on each call; the suite pins the draw so that a run is reproducible (a known-wrong
+    kernel may also be wrong at a drawn shape, which would change its report from run to run).
+    ``scripts/sweep-drawn.py`` checks the correct variants at many draws instead.
+    """
+    return zlib.crc32(f"{op}/{name}".encode()) % 1_000_000
+
+
 @functools.cache
 def wrong_report(op: str, name: str) -> CheckReport:
     """Check the known-wrong kernel ``op/name`` once per session: its first dtype, one seed, the cheap shapes (those
-    ``WRONG_SHAPES`` keeps, for an op it names).
+    ``WRONG_SHAPES`` keeps, for an op it names), the probe shapes of its pinned draw (:func:`draw_seed`).
 
     tests/test_ops.py asserts the diagnosis; an op's own test file may look closer at the same report.
     """
     v = wb.variant(op, name)
     shapes = [s for s in cheap_shapes(op) if WRONG_SHAPES.get(op, lambda s: True)(s)]
-    return shared("wrong", op, name, lambda: wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=shapes))
+    return shared("wrong", op, name, lambda: wb.check(v, dtypes=v.dtypes[:1], seeds=(0,), shapes=shapes,
+                                                      seed=draw_seed(op, name)))
 
 
 # ------------------------------------------------------------------------------------------ correct variants
@@ -209,15 +220,14 @@ def check_runs(op: str, v: wb.Variant) -> list[dict]:
     """Return the ``wb.check`` keywords of each run that checks the correct variant ``v`` (one seed unless said).
 
     The op's torch baseline runs at the op's own check shapes (tests/test_registry.py holds it to them). The draw
-    of probe shapes is pinned per variant (``wb.check`` draws afresh on each call), so that a run of the suite is
-    reproducible; ``scripts/sweep-drawn.py`` checks every variant at many draws instead.
+    of probe shapes is pinned per variant (:func:`draw_seed`).
     """
     runs = RUNS.get(op, lambda v: [{}])(v)
     if v.name == wb.variants(op, backend="torch")[0].name:  # the baseline: the op's own shapes, every dtype and case
         runs = [{}]
     elif v.backend == "cupy":  # numpy has no bfloat16: the two dtypes it runs, at the op's own shapes
         runs = [{"dtypes": HALF_AND_SINGLE}]
-    return [{"seeds": ONE, "seed": zlib.crc32(f"{op}/{v.name}".encode()) % 1_000_000, **kw} for kw in runs]
+    return [{"seeds": ONE, "seed": draw_seed(op, v.name), **kw} for kw in runs]
 
 
 @functools.cache

@@ -1,9 +1,11 @@
 """Known-wrong add_rmsnorm kernel: ``triton_fused``'s kernel with one line changed.
 
 ``wrong_eps_outside_sqrt`` divides by ``sqrt(mean(s^2)) + eps`` instead of ``sqrt(mean(s^2) + eps)``, a slip
-seen in hand-written norms. With eps = 1e-6 and rows of unit RMS the two differ by about 1e-6 relative: every
-default-eps run passes. The checker's eps = 0.5 flag run exposes it: 1 / (rms + 0.5) against 1 / sqrt(rms^2 + 0.5),
-one wrong factor per row (each row has its own rms), new_residual right.
+seen in hand-written norms. The two differ by sqrt(rms^2 + eps) / (rms + eps) - 1, about eps / (2 rms^2), relative:
+with eps = 1e-6 and rows of RMS near 1 (the check's planned runs) that is 5e-7, well inside fp32's tolerance, so
+every planned run passes. The checker's eps = 0.5 flag run exposes it: 1 / (rms + 0.5) against
+1 / sqrt(rms^2 + 0.5), one wrong factor per row (each row has its own rms), new_residual right. So does a row of
+small RMS at the default eps (below ~0.15 in fp32), which a drawn probe of one-element rows finds now and then.
 
 What the checker says: ``normalizer`` (each row of y off by its own factor: the op's ``explain`` recognises it,
 kernels/add_rmsnorm/reference.py). Without that recognition the generic patterns call it ``scattered``.
