@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import torch
 
+from workbench import checker
 from workbench.checker import CaseResult, CheckReport, _compare_outputs, _fmt
 from workbench.comm_pool import CommTimeout, RankError, pool, ship, unship
 from workbench.comm_trace import Faults, current
@@ -179,7 +180,7 @@ def check_distributed(fn: Variant | Callable, spec: Op, name: str, *, shapes: Se
             report.raise_if_failed()
         return report
     if probes and plan:
-        report.seed = seed if seed is not None else int(np.random.default_rng().integers(1_000_000))
+        report.seed = checker._draw_seed(seed)  # the same draw of a seed as wb.check's (tests pin it there)
         rng = np.random.default_rng(report.seed + 1)
         plan_probes = [(r, "drawn") for r in _drawn(spec, plan, report.seed)] + \
                       [(r, "flag") for r in _flag_probes(spec, plan, rng)]
