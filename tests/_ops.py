@@ -77,14 +77,19 @@ def _q8_small(shape: dict) -> bool:
 WRONG_SHAPES: dict[str, Callable[[dict], bool]] = {"decode_attention_q8": _q8_small}
 
 
-def draw_seed(op: str, name: str) -> int:
-    """Return the seed of the probe shapes the suite's check of ``op/name`` draws: fixed per kernel.
+def pinned_seed(key: str) -> int:
+    """Return a probe-draw seed fixed by ``key`` (the same in every run and every worker).
 
     ``wb.check`` draws afresh on each call; the suite pins the draw so that a run is reproducible (a known-wrong
     kernel may also be wrong at a drawn shape, which would change its report from run to run).
     ``scripts/sweep-drawn.py`` checks the correct variants at many draws instead.
     """
-    return zlib.crc32(f"{op}/{name}".encode()) % 1_000_000
+    return zlib.crc32(key.encode()) % 1_000_000
+
+
+def draw_seed(op: str, name: str) -> int:
+    """Return the seed of the probe shapes the suite's shared check of ``op/name`` draws: fixed per kernel."""
+    return pinned_seed(f"{op}/{name}")
 
 
 @functools.cache

@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import workbench  # noqa: E402  (must come after WORKBENCH_MODE is decided)
-from tests._ops import cuda_engine_ready  # noqa: E402, F401  (test files import it from here)
+from tests._ops import cuda_engine_ready, pinned_seed  # noqa: E402, F401  (test files import the first from here)
 
 CPU_MODE = workbench.mode() == "cpu"
 
@@ -46,10 +45,12 @@ def _pinned_draws(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 
     def pinned(seed: int | None) -> int:
         if seed is None:
-            seed = zlib.crc32(f"{request.node.nodeid}#{next(calls)}".encode()) % 1_000_000
+            seed = pinned_seed(f"{request.node.nodeid}#{next(calls)}")
         return real(seed)
 
     monkeypatch.setattr(checker, "_draw_seed", pinned)
+
+
 requires_cpu_mode = pytest.mark.skipif(not CPU_MODE, reason="asserts cpu-mode (emulated) behaviour")
 
 

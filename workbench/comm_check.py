@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -437,11 +436,6 @@ def other_chunk(outs: list[list], refs: list[list], full: torch.Tensor, bounds: 
             return None
         found = True
     return "wrong_chunk" if found else None
-
-
-def seed_of(op: str, name: str) -> int:
-    """Return a fixed probe seed per variant (tests pin the draw this way)."""
-    return zlib.crc32(f"{op}/{name}".encode()) % 1_000_000
 
 
 __all__ = ["CASE_LIMIT_S", "PLANS", "check_distributed", "judge", "other_chunk", "partial_sums", "_fmt"]
