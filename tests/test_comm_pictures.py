@@ -78,5 +78,5 @@ def test_busbw_explorer_redraws_the_model_for_another_world_and_link():
     assert ring().y[0] == pytest.approx(cm.all_reduce_model("ring", SIZES[0], 2).busbw_gbs)
     box.link_dropdown.value = "ib_ndr"
     assert ring().y[-1] == pytest.approx(cm.all_reduce_model("ring", SIZES[-1], 2, "ib_ndr").busbw_gbs)
-    assert "InfiniBand" in box.figure.layout.title.text
+    assert "InfiniBand" in box.figure.fig.layout.title.text
     assert [t.y[0] for t in box.figure.data if t.legendgroup == "measured"] == [0.5]

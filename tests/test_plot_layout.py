@@ -29,7 +29,7 @@ FIGURES = {
     "roofline": lambda: wb.roofline(None, op="attention_bwd", dtype="float32"),
     "throughput": lambda: plots.throughput_vs_size(None, op="attention_bwd"),
     "compare": lambda: plots.compare_variants(None, op="attention_bwd"),
-    "explorer": lambda: wb.explore("attention_bwd").roofline_figure,
+    "explorer": lambda: wb.explore("attention_bwd").roofline_figure.fig,
 }
 
 
@@ -67,15 +67,15 @@ def test_coinciding_points_share_one_label_naming_each():
     """The tour's four vecadd variants sit at one point: their labels were drawn on top of each other."""
     box = wb.explore("vecadd")
     names = [v.name for v in wb.variants("vecadd")]
-    assert _label_names(box.roofline_figure) == [names]
-    for a in _annotations(box.roofline_figure, "point-label"):  # each name in its variant's colour
+    assert _label_names(box.roofline_figure.fig) == [names]
+    for a in _annotations(box.roofline_figure.fig, "point-label"):  # each name in its variant's colour
         for n in names:
             assert f"color:{plots.variant_color(n)}'>{n}</span>" in a.text
 
 
 def test_a_crowd_at_one_point_is_counted_not_listed():
     box = wb.explore("gemm")
-    (label,) = _annotations(box.roofline_figure, "point-label")
+    (label,) = _annotations(box.roofline_figure.fig, "point-label")
     n = len(wb.variants("gemm"))
     assert _lines(label.text)[0] == f"{n} variants:"
     assert f"and {n - 3} more (see the legend)" in label.text.replace("<br>", " ")
@@ -103,7 +103,7 @@ def test_distinct_points_get_labels_that_do_not_overlap_at_any_supported_width()
 
 def test_labels_follow_the_explorer_controls():
     box = wb.explore("softmax")
-    before = _label_names(box.roofline_figure)
+    before = _label_names(box.roofline_figure.fig)
     box.variant_select.value = box.variant_select.value[:2]
-    after = _label_names(box.roofline_figure)
+    after = _label_names(box.roofline_figure.fig)
     assert len(before[0]) > 2 and after == [list(box.variant_select.value)]

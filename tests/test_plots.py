@@ -147,7 +147,7 @@ def test_explorer_controls_update_figures_in_place() -> None:
     box.dtype_dropdown.value = "float16"  # fewer bytes per element: higher intensity, higher roof
     after_dtype = _predicted(roof)
     assert after_dtype["tiled (predicted)"][0][0] > after_size["tiled (predicted)"][0][0]
-    assert "float16" in roof.layout.title.text
+    assert "float16" in roof.fig.layout.title.text
 
     box.variant_select.value = ("tiled",)
     assert set(_predicted(roof)) == {"tiled (predicted)"}
@@ -164,17 +164,17 @@ def test_explorer_shows_recorded_points_at_selected_size_and_dtype() -> None:
     measured = {t.name: tuple(t.y) for t in roof.data if t.legendgroup == "measured" and t.visible}
     assert set(measured) == {"naive (measured)", "tiled (measured)"}
     assert all(len(y) == 1 for y in measured.values())
-    assert NONE_RECORDED not in _texts(thr)
+    assert NONE_RECORDED not in _texts(thr.fig)
     box.dtype_dropdown.value = "float32"  # nothing recorded in fp32
     assert not [t for t in roof.data if t.legendgroup == "measured" and t.visible]
-    assert NONE_RECORDED in _texts(thr)
+    assert NONE_RECORDED in _texts(thr.fig)
 
 
 def test_explorer_without_records_says_none_recorded() -> None:
     box = _explorer(records=[make_record("naive", 512, emulated=True)])
     roof, thr = box.figures
-    assert NONE_RECORDED in _texts(thr) and NONE_RECORDED in _texts(roof)
-    assert "emulated (CPU) record(s) excluded" in _texts(roof)
+    assert NONE_RECORDED in _texts(thr.fig) and NONE_RECORDED in _texts(roof.fig)
+    assert "emulated (CPU) record(s) excluded" in _texts(roof.fig)
     assert _predicted(roof)
 
 

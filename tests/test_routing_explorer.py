@@ -23,7 +23,7 @@ def test_returns_a_box_with_the_slider_the_figure_and_the_info():
     assert [t.type for t in box.figure.data] == ["bar", "bar"]
     assert list(box.figure.data[0].x) == list(range(16))
     assert box.skew_slider.value == 2.0 and box.skew_slider.description == "router skew"
-    assert "top-2" in box.figure.layout.title.text
+    assert "top-2" in box.figure.fig.layout.title.text
 
 
 def test_moving_the_slider_redraws_the_skewed_bars_only():

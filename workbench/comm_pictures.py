@@ -111,20 +111,20 @@ def busbw_explorer(sizes: Iterable[float], *, world: int = 8, link: str = "nvlin
     """
     import ipywidgets as widgets
 
-    from workbench.plots import _sync
+    from workbench.figure_view import FigureView
 
     def figure(n: int, key: str) -> go.Figure:
         name = hardware.get_link(key).name.split(" (")[0]
         title = f"all-reduce busbw: model for {n} GPUs on {name}" + (", measured on gloo here" if measured else "")
         return busbw_figure(sizes, n, link=key, measured=measured, fits=fits, title=title)
 
-    fig = go.FigureWidget(figure(world, link))
+    fig = FigureView(figure(world, link))
     slider = widgets.IntSlider(value=world, min=2, max=64, step=1, description="GPUs", continuous_update=False)
     dropdown = widgets.Dropdown(options=[(v.name.split(" (")[0], k) for k, v in hardware.LINKS.items()], value=link,
                                 description="link")
 
     def refresh(*_: Any) -> None:
-        _sync(fig, figure(slider.value, dropdown.value))
+        fig.redraw(figure(slider.value, dropdown.value))
 
     slider.observe(refresh, names="value")
     dropdown.observe(refresh, names="value")

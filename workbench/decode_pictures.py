@@ -199,12 +199,12 @@ def block_table_explorer(prompt_lens: Sequence[int] = (6, 1, 9), page: int = 4, 
     """Return a decode-step slider over :func:`allocate`'s block table and pool (an ``ipywidgets.VBox``).
 
     Moving the slider redraws the :func:`block_table_figure` in place: a sequence takes a new page every ``page``
-    steps, from anywhere in the pool. The box exposes ``step_slider``, ``figure`` (a FigureWidget), ``info`` and
+    steps, from anywhere in the pool. The box exposes ``step_slider``, ``figure`` (a ``FigureView``), ``info`` and
     ``state(step) -> (block_table, seq_lens)``.
     """
     import ipywidgets as widgets
 
-    from workbench.plots import _sync
+    from workbench.figure_view import FigureView
 
     final, _ = allocate(prompt_lens, max_steps, page, n_pages, seed)  # the widest table any step needs
     maxp = len(final[0]) if final else 1
@@ -218,14 +218,14 @@ def block_table_explorer(prompt_lens: Sequence[int] = (6, 1, 9), page: int = 4, 
         return block_table_figure(*state(k), n_pages, page,
                                   title=f"After prefill and {k} decode step(s): each sequence's pages")
 
-    fig = go.FigureWidget(figure(step))
+    fig = FigureView(figure(step))
     slider = widgets.IntSlider(value=step, min=0, max=max_steps, step=1, description="decode steps",
                                continuous_update=False)
     info = widgets.HTML()
 
     def refresh(*_: Any) -> None:
         table, lens = state(slider.value)
-        _sync(fig, figure(slider.value))
+        fig.redraw(figure(slider.value))
         used = sum(-(-n // page) for n in lens)
         idle = used * page - sum(lens)
         info.value = (f"lengths {lens}: {used} of {n_pages} pages in use; {idle} allocated slots still empty "

@@ -26,7 +26,6 @@ from workbench.plots import (
     _roofline,
     _shape_str,
     _spread,
-    _sync,
     _throughput,
     variant_color,
 )
@@ -96,7 +95,7 @@ def explorer(
     flops/bytes of ``shape_fn(size)``, from the variant's own ``.flops``/``.bytes``, else ``flops_fn`` /
     ``bytes_fn``) and any recorded GPU measurements at that size and dtype. Figure (b) is recorded throughput
     (``metric``) against size for the selected variants, or the "none recorded" message. Changing a control
-    updates both FigureWidgets in place. ``records=None`` loads ``results/`` for ``op``; emulated records are
+    redraws both figures (``FigureView``s). ``records=None`` loads ``results/`` for ``op``; emulated records are
     excluded with a note. ``variants`` need ``.name``, ``.backend``, ``.idea``, ``.flops(**shape, dtype=)``
     and ``.bytes(**shape, dtype=)``. The returned box exposes ``variant_select``, ``dtype_dropdown``,
     ``size_slider``, ``figures`` (roofline, throughput), ``roofline_figure``, ``throughput_figure``, ``info``
@@ -104,6 +103,7 @@ def explorer(
     """
     import ipywidgets as widgets
 
+    from workbench.figure_view import FigureView
     from workbench.results import load_recorded
 
     _check_metric(metric)
@@ -180,7 +180,7 @@ def explorer(
             slots=names, marker_x=size if isinstance(size, (int, float)) else None,
         )
         # Nothing measured: the napkin bound over the sizes, so that the figure is not empty (always one trace,
-        # hidden beside measurements: the widget updates its traces in place).
+        # hidden beside measurements).
         bound = _napkin_bound(spec, dtype, sizes, shape_fn, flops_fn, bytes_fn, metric)
         thr.add_trace(bound)
         thr.data[-1].visible = not sized
@@ -196,14 +196,14 @@ def explorer(
         return roof, thr, table
 
     roof0, thr0, table0 = build()
-    roof_fig = go.FigureWidget(roof0)
-    thr_fig = go.FigureWidget(thr0)
+    roof_fig = FigureView(roof0)
+    thr_fig = FigureView(thr0)
     info.value = table0
 
     def refresh(*_: Any) -> None:
         roof, thr, table = build()
-        _sync(roof_fig, roof)
-        _sync(thr_fig, thr)
+        roof_fig.redraw(roof)
+        thr_fig.redraw(thr)
         info.value = table
 
     for w in (variant_select, dtype_dropdown, size_slider):
@@ -249,11 +249,13 @@ def routing_explorer(T: int = 4096, E: int = 64, top_k: int = 8, seed: int = 0, 
     ``skew * (1 - e / (E - 1))^3`` added to expert e's logit (strongest for the first experts). The imbalance factor
     is the busiest expert's load over the mean load (1 for a perfectly balanced router): the busiest expert sets the
     pace of a grouped GEMM. Moving the slider (0 to ``max_skew``) redraws the skewed bars in place. The returned box
-    exposes ``skew_slider``, ``figure`` (the FigureWidget: trace 0 uniform, trace 1 skewed), ``info``,
+    exposes ``skew_slider``, ``figure`` (a ``FigureView``: trace 0 uniform, trace 1 skewed), ``info``,
     ``loads(skew) -> (counts per expert, imbalance)``, ``imbalance(skew)`` and ``refresh()``.
     """
     import ipywidgets as widgets
     import torch
+
+    from workbench.figure_view import FigureView
 
     _check_routing_args(T, E, top_k, seed, skew, max_skew)
     base = torch.randn(T, E, generator=torch.Generator().manual_seed(seed))  # the uniform router's logits
@@ -265,11 +267,12 @@ def routing_explorer(T: int = 4096, E: int = 64, top_k: int = 8, seed: int = 0, 
         return counts.tolist(), counts.max().item() / counts.float().mean().item()
 
     c0, imb0 = loads(0.0)
-    fig = go.FigureWidget(layout=dict(barmode="overlay", height=360, xaxis_title="expert",
-                                      yaxis_title="(token, expert) slots",
-                                      title=f"Tokens per expert: T={T}, E={E}, top-{top_k}"))
-    fig.add_bar(x=list(range(E)), y=c0, name=f"uniform router (max/mean {imb0:.2f})", opacity=0.6)
-    fig.add_bar(x=list(range(E)), y=c0, name="skewed router", opacity=0.6)
+    fig = FigureView(go.Figure(layout=dict(barmode="overlay", height=360, xaxis_title="expert",
+                                           yaxis_title="(token, expert) slots",
+                                           title=f"Tokens per expert: T={T}, E={E}, top-{top_k}")))
+    with fig.batch_update() as f:
+        f.add_bar(x=list(range(E)), y=c0, name=f"uniform router (max/mean {imb0:.2f})", opacity=0.6)
+        f.add_bar(x=list(range(E)), y=c0, name="skewed router", opacity=0.6)
     step = max_skew / 8 if max_skew > 0 else 0.5
     slider = widgets.FloatSlider(value=float(skew), min=0.0, max=float(max_skew), step=step,
                                  description="router skew", continuous_update=False)
@@ -277,9 +280,9 @@ def routing_explorer(T: int = 4096, E: int = 64, top_k: int = 8, seed: int = 0, 
 
     def refresh(*_: Any) -> None:
         counts, imb = loads(slider.value)
-        with fig.batch_update():
-            fig.data[1].y = counts
-            fig.data[1].name = f"skewed router (max/mean {imb:.2f})"
+        with fig.batch_update() as f:
+            f.data[1].y = counts
+            f.data[1].name = f"skewed router (max/mean {imb:.2f})"
         mean = T * top_k / E
         info.value = (f"busiest expert: {max(counts)} slots, mean {mean:.0f}: imbalance <b>{imb:.2f}</b>; "
                       f"experts with no token: {sum(c == 0 for c in counts)}")

@@ -136,12 +136,12 @@ def block_scales_explorer(x: Any, quantize: Callable[[Any], tuple[Any, Any]], *,
 
     ``x`` is a 2-D torch tensor (left unchanged: each step quantizes a copy); ``quantize(x)`` returns
     ``(dequantized [R, K], exponents [R, K / block])``, e.g. MXFP4's quantizer and decoder. The box exposes
-    ``value_slider``, ``figure`` (a FigureWidget), ``info`` (the row's exponents and largest error per block) and
+    ``value_slider``, ``figure`` (a ``FigureView``), ``info`` (the row's exponents and largest error per block) and
     ``state(v) -> (x with x[row, col] = v, dequantized, exponents)``.
     """
     import ipywidgets as widgets
 
-    from workbench.plots import _sync
+    from workbench.figure_view import FigureView
 
     rows, k = (int(d) for d in x.shape)
     if not (0 <= row < rows and 0 <= col < k):
@@ -160,14 +160,14 @@ def block_scales_explorer(x: Any, quantize: Callable[[Any], tuple[Any, Any]], *,
         return block_scales_figure(xv, exps, block, title=f"MXFP4 with x[{row}, {col}] = {v}: block "
                                    f"{col // block}'s scale follows it")
 
-    fig = go.FigureWidget(figure(value))
+    fig = FigureView(figure(value))
     slider = widgets.IntSlider(value=value, min=low, max=high, step=1, description=f"x[{row}, {col}]",
                                continuous_update=False)
     info = widgets.HTML()
 
     def refresh(*_: Any) -> None:
         xv, back, exps = state(slider.value)
-        _sync(fig, figure(slider.value))
+        fig.redraw(figure(slider.value))
         err = (back[row] - xv[row].to(back.dtype)).abs().reshape(-1, block).amax(-1).tolist()
         info.value = (f"row {row}: scale exponents {[int(e) for e in exps[row].tolist()]}; largest |error| per "
                       f"block {[round(e, 3) for e in err]} (block {col // block} holds x[{row}, {col}])")

@@ -853,31 +853,6 @@ def save_html(fig: go.Figure, path: str | Path) -> Path:
     return path
 
 
-# ---------------------------------------------------------------------------------------------------------
-# widgets
-
-
-def _sync(widget: go.FigureWidget, fig: go.Figure) -> None:
-    """Copy ``fig``'s traces and layout into ``widget`` in place (same trace structure)."""
-    if len(widget.data) != len(fig.data):
-        raise RuntimeError(f"trace structure changed: {len(widget.data)} vs {len(fig.data)} traces")
-    with widget.batch_update():
-        for old, new in zip(widget.data, fig.data, strict=True):
-            props = new.to_plotly_json()
-            props.pop("type", None)
-            props.pop("uid", None)
-            for k in ("x", "y", "hovertext", "text", "name", "visible"):
-                props.setdefault(k, None)
-            old.update(props, overwrite=True)
-        widget.layout.annotations = fig.layout.annotations
-        widget.layout.shapes = fig.layout.shapes
-        widget.layout.title = fig.layout.title
-        widget.layout.xaxis = fig.layout.xaxis
-        widget.layout.yaxis = fig.layout.yaxis
-        widget.layout.height = fig.layout.height
-        widget.layout.margin = fig.layout.margin
-
-
 def __getattr__(name: str) -> Any:
     # Notebook 04 calls wb.plots.routing_explorer: the widget lives in workbench.explorers (which imports this
     # module, so it is fetched on first use rather than at import).

@@ -124,13 +124,12 @@ def swizzle_explorer(tile: Layout | None = None, *, m: int = 3, s: int = 3, bits
     """Return a slider over B of ``Swizzle<B, m, s>`` on ``tile`` and the bank map of an ldmatrix.x4 down column 0.
 
     ``tile`` defaults to the 64x64 bf16 tile with 128-byte rows, ``(64,64):(64,1)``; B = 0 is no swizzle. The box
-    exposes ``bits_slider``, ``figure`` (a FigureWidget), ``info`` (the count) and ``count(b) -> BankCount``.
+    exposes ``bits_slider``, ``figure`` (a ``FigureView``), ``info`` (the count) and ``count(b) -> BankCount``.
     """
     import ipywidgets as widgets
-    import plotly.graph_objects as go
 
     from workbench.cute.banks import bank_count, bank_picture, ldmatrix
-    from workbench.plots import _sync
+    from workbench.figure_view import FigureView
 
     tile = tile if tile is not None else Layout((64, 64), (64, 1))
     if not 0 <= bits <= s:
@@ -141,17 +140,14 @@ def swizzle_explorer(tile: Layout | None = None, *, m: int = 3, s: int = 3, bits
 
     def figure(b: int) -> go.Figure:
         name = "no swizzle" if b == 0 else f"Swizzle<{b},{m},{s}>"
-        fig = bank_picture(request(b), f"ldmatrix.x4 down column 0 of {tile}, {name}")
-        for tr in fig.data:  # a widget's messages are JSON: empty cells as None, not NaN
-            tr.z = [[None if v != v else v for v in row] for row in tr.z]
-        return fig
+        return bank_picture(request(b), f"ldmatrix.x4 down column 0 of {tile}, {name}")
 
-    fig = go.FigureWidget(figure(bits))
+    fig = FigureView(figure(bits))
     slider = widgets.IntSlider(value=bits, min=0, max=s, step=1, description="B (bits)", continuous_update=False)
     info = widgets.HTML()
 
     def refresh(*_: Any) -> None:
-        _sync(fig, figure(slider.value))
+        fig.redraw(figure(slider.value))
         b = slider.value
         name = "no swizzle" if b == 0 else f"Swizzle&lt;{b},{m},{s}&gt;"
         info.value = f"{name}: {bank_count(request(b))}"

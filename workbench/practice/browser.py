@@ -32,20 +32,19 @@ def figure(chosen: list[Drill], title: str) -> Any:
 def browser() -> Any:
     """Return an ipywidgets box: topic/kind/level dropdowns, a chart of the selection, a list, the chosen drill.
 
-    The box exposes ``topic``, ``kind``, ``level`` (dropdowns), ``chart`` (a plotly FigureWidget), ``choice``
+    The box exposes ``topic``, ``kind``, ``level`` (dropdowns), ``chart`` (a ``FigureView``), ``choice``
     (the list of matching drills), ``out`` (where the chosen drill's statement shows) and ``chosen()`` (its handle).
     """
     import ipywidgets as w
-    import plotly.graph_objects as go
 
-    from workbench.plots import _sync
+    from workbench.figure_view import FigureView
     from workbench.practice import catalogue
 
     drills = list(catalogue().values())
     topic = w.Dropdown(options=[ALL, *TOPICS], value=ALL, description="topic")
     kind = w.Dropdown(options=[ALL, *KINDS], value=ALL, description="kind")
     level = w.Dropdown(options=[ALL, *LEVELS], value=ALL, description="level")
-    chart = go.FigureWidget(figure(drills, f"{len(drills)} drills"))
+    chart = FigureView(figure(drills, f"{len(drills)} drills"))
     choice = w.Select(options=[], rows=8, description="drill", layout=w.Layout(width="640px"))
     out = w.Output(layout=w.Layout(border="1px solid #d0d7de", padding="6px"))
 
@@ -53,7 +52,7 @@ def browser() -> Any:
         chosen = select(drills, topic.value, kind.value, level.value)
         what = ", ".join(f"{k}={v.value}" for k, v in (("topic", topic), ("kind", kind), ("level", level))
                          if v.value != ALL) or "all drills"
-        _sync(chart, figure(chosen, f"{len(chosen)} drill(s): {what}"))
+        chart.redraw(figure(chosen, f"{len(chosen)} drill(s): {what}"))
         choice.options = [(f"{d.id}  ({d.kind.replace('_', '-')}, {d.level}): {d.title}", d.id) for d in chosen]
         choice.value = chosen[0].id if chosen else None
 
