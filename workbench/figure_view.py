@@ -6,8 +6,8 @@ notebook cell shows for ``fig``: JupyterLab's plotly renderer (``jupyterlab-plot
 it loads once per page.
 
 Why not ``go.FigureWidget``: in plotly 7 it is an anywidget that sends plotly.js itself (a 5 MB module) with every
-figure, which the browser evaluates once per figure, 1.3-1.6 s of the page's main thread each on a 2-core
-machine like CI's (measured in Chromium 156). anywidget 0.11 rejects a model whose module takes over 2 s to load and
+figure, which the browser loads once per figure: 1.4 s for one, 2.5 s for two at once and 5.3 s for four in
+Chromium 156 on a 2-core machine like CI's, idle. anywidget 0.11 rejects a model whose module takes over 2 s to load and
 then drops every later message to it: on a busy or slow machine a figure drew once and never followed its slider,
 and the page logged "[anywidget] Failed to initialize model." (CI, 2026-12-07).
 """
