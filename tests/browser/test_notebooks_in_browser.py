@@ -32,8 +32,9 @@ def _report(run: NotebookRun) -> str:
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[Path(n).stem for n in NOTEBOOKS])
 def test_notebook_renders_and_reacts(notebook, lab_server, browser, record_run):
     """Run the notebook through the JupyterLab UI; it must render cleanly and a control must move a figure."""
-    # No retry: the runs that once needed one (a control that moved no figure, 2026-12-02 and CI on 2026-12-07) were
-    # plotly FigureWidgets whose updates anywidget dropped on a busy machine; the pictures use FigureView now.
+    # No retry. A control that moved no figure (2 of 4 runs on 2026-12-02, CI on 2026-12-07) was a plotly
+    # FigureWidget whose updates anywidget 0.11 dropped on a busy machine (certainly on CI, most likely before);
+    # the pictures draw through workbench.figure_view.FigureView now.
     run = run_notebook(browser, lab_server, notebook)
     record_run(run)
     print(_report(run))
