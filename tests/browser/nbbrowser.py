@@ -10,6 +10,10 @@ real notebooks and the planted-fault fixtures.
 JupyterLab runs with isolated config/data/runtime/settings/workspace dirs (so nothing from the user's own
 Jupyter setup leaks in), autosave off (running a notebook never writes its outputs back to the repo) and
 windowing off (every cell is in the DOM, so the screenshot and the checks see all of them).
+
+The pages run as on a machine too slow for anywidget (``SLOW_ANYWIDGET_JS``): a plotly ``go.FigureWidget`` whose
+module loads in over 2 s drops every later update (anywidget 0.11), which on a busy 2-core machine happened now and
+then; here it happens every time, so a notebook that shows one fails its control check at once, not once in a while.
 """
 
 from __future__ import annotations
@@ -216,6 +220,14 @@ _SHOW_FILE_BROWSER_JS = """() => {
   if (app.shell.leftCollapsed) app.commands.execute('application:toggle-left-area');
   return true;
 }"""
+# anywidget 0.11 gives each widget model AbortSignal.timeout(2000) to load its module, then drops the messages that
+# model receives (plotly's FigureWidget module is 5 MB: 1.4 s to load on an idle 2-core machine). Cut that 2 s to
+# 1 ms in every page. Other timeouts are left alone.
+SLOW_ANYWIDGET_JS = """(() => {
+  const timeout = AbortSignal.timeout.bind(AbortSignal);
+  AbortSignal.timeout = (ms) => timeout(ms === 2000 ? 1 : ms);
+})();"""
+
 _CONTEXTS: dict[int, Any] = {}
 _PAGES: dict[int, Any] = {}  # the page (a booted JupyterLab) the next notebook opens in
 _CLOSE_ALL_JS = """() => {
@@ -233,6 +245,7 @@ def _context(browser: Any) -> Any:
     ctx = _CONTEXTS.get(id(browser))
     if ctx is None:
         ctx = _CONTEXTS[id(browser)] = browser.new_context(viewport=dict(VIEWPORT))
+        ctx.add_init_script(SLOW_ANYWIDGET_JS)
     return ctx
 
 
