@@ -267,12 +267,11 @@ def routing_explorer(T: int = 4096, E: int = 64, top_k: int = 8, seed: int = 0, 
         return counts.tolist(), counts.max().item() / counts.float().mean().item()
 
     c0, imb0 = loads(0.0)
-    fig = FigureView(go.Figure(layout=dict(barmode="overlay", height=360, xaxis_title="expert",
-                                           yaxis_title="(token, expert) slots",
-                                           title=f"Tokens per expert: T={T}, E={E}, top-{top_k}")))
-    with fig.batch_update() as f:
-        f.add_bar(x=list(range(E)), y=c0, name=f"uniform router (max/mean {imb0:.2f})", opacity=0.6)
-        f.add_bar(x=list(range(E)), y=c0, name="skewed router", opacity=0.6)
+    bars = [go.Bar(x=list(range(E)), y=c0, name=f"uniform router (max/mean {imb0:.2f})", opacity=0.6),
+            go.Bar(x=list(range(E)), y=c0, name="skewed router", opacity=0.6)]
+    fig = FigureView(go.Figure(bars, layout=dict(barmode="overlay", height=360, xaxis_title="expert",
+                                                 yaxis_title="(token, expert) slots",
+                                                 title=f"Tokens per expert: T={T}, E={E}, top-{top_k}")))
     step = max_skew / 8 if max_skew > 0 else 0.5
     slider = widgets.FloatSlider(value=float(skew), min=0.0, max=float(max_skew), step=step,
                                  description="router skew", continuous_update=False)
